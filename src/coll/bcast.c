@@ -1,0 +1,131 @@
+/* MPI_Bcast on shared memory (seed 000): a fan-out tree of tunable radix, pipelined in
+ * fragments.  "shm" moves each fragment through the rings: a parent copies it into its
+ * own ring and its children copy it out.  "cma" lets each child read the fragment straight
+ * from its parent's user buffer (one copy in all).  Across nodes the root's node goes
+ * first, then the leaders over the bridge, then every other node from its leader. */
+#include <string.h>
+
+#include "comm.h"
+#include "select.h"
+#include "../core/cma.h"
+#include "../core/fatal.h"
+#include "../core/tree.h"
+
+typedef struct tree_pos {
+    int vrank, parent, first_child, children; /* parent and children as node ranks */
+    int root, radix;
+} tree_pos;
+
+static int tree_node_rank(const nc_node *n, const tree_pos *t, int v) { return nc_rank_of(v, t->root, n->size); }
+
+static tree_pos tree_position(const nc_node *n, int root, int radix)
+{
+    tree_pos t = {nc_vrank(n->rank, root, n->size), -1, 0, 0, root, radix};
+    if (t.vrank) t.parent = nc_rank_of(nc_tree_parent(t.vrank, radix), root, n->size);
+    t.first_child = nc_tree_first_child(t.vrank, radix);
+    t.children = nc_tree_child_count(t.vrank, radix, n->size);
+    return t;
+}
+
+static void wait_children_done(nc_node *n, const tree_pos *t, uint64_t frag_end)
+{
+    for (int i = 0; i < t->children; i++)
+        nc_wait_ge(&nc_node_ctl(n, tree_node_rank(n, t, t->first_child + i))->cons, frag_end, &n->wait);
+}
+
+/* My ring slot for fragment g may still be read by the children of the call that last
+ * filled it (a different root gives different children); wait for exactly those. */
+static char *claim_ring_slot(nc_node *n, const tree_pos *t, uint64_t g)
+{
+    nc_slot_use *use = &n->slot_use[g % (uint64_t)n->layout.nseg];
+    if (use->frag_end) {
+        tree_pos before = tree_position(n, use->root, use->radix);
+        wait_children_done(n, &before, use->frag_end);
+    }
+    *use = (nc_slot_use){g + 1, t->root, t->radix};
+    return nc_node_ring(n, n->rank, g);
+}
+
+static void bcast_through_rings(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0)
+{
+    size_t chunk = n->layout.seg_size;
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    const nc_rank_ctl *parent = t->vrank ? nc_node_ctl(n, t->parent) : NULL;
+    for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        const char *src = buf + off;
+        if (parent) {
+            nc_wait_ge(&parent->pub, g + 1, &n->wait);
+            src = nc_node_ring(n, t->parent, g);
+        }
+        if (t->children) {
+            char *slot = claim_ring_slot(n, t, g);
+            memcpy(slot, src, len);
+            nc_flag_post(&me->pub, g + 1);
+            src = slot;
+        }
+        if (parent) memcpy(buf + off, src, len);
+        nc_flag_post(&me->cons, g + 1);
+    }
+}
+
+static void cma_read_or_die(const nc_node *n, int peer, const char *remote, char *local, size_t len)
+{
+    int err = nc_cma_read(n->pids[peer], remote, local, len);
+    if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", peer, err);
+}
+
+static void bcast_single_copy(nc_node *n, const tree_pos *t, char *buf, size_t bytes, size_t chunk,
+                              uint64_t g0, uint64_t nfrag)
+{
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    if (!t->vrank) {
+        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+        nc_flag_post(&me->pub, g0 + nfrag);
+    } else {
+        const nc_rank_ctl *parent = nc_node_ctl(n, t->parent);
+        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+        for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
+            size_t len = bytes - off < chunk ? bytes - off : chunk;
+            nc_wait_ge(&parent->pub, g + 1, &n->wait);
+            const char *remote = (const char *)(uintptr_t)atomic_load_explicit(&parent->pub.aux[0], memory_order_relaxed);
+            cma_read_or_die(n, t->parent, remote + off, buf + off, len);
+            if (t->children) nc_flag_post(&me->pub, g + 1);
+        }
+    }
+    /* Children read my user buffer: it must stay untouched until they are done. */
+    wait_children_done(n, t, g0 + nfrag);
+    nc_flag_post(&me->cons, g0 + nfrag);
+}
+
+static void node_bcast(nc_comm *c, char *buf, size_t bytes, int root)
+{
+    nc_node *n = &c->node;
+    nc_alg_id alg = nc_select(c, NC_COLL_BCAST, bytes);
+    tree_pos t = tree_position(n, root, (int)c->cfg.bcast_radix);
+    size_t chunk = alg == NC_ALG_CMA ? (size_t)c->cfg.cma_chunk : n->layout.seg_size;
+    uint64_t nfrag = (bytes + chunk - 1) / chunk, g0 = n->frag;
+    n->frag += nfrag;
+    if (alg == NC_ALG_CMA)
+        bcast_single_copy(n, &t, buf, bytes, chunk, g0, nfrag);
+    else
+        bcast_through_rings(n, &t, buf, bytes, g0);
+    nc_stats_count(NC_COLL_BCAST, alg, bytes);
+}
+
+int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root)
+{
+    if (!bytes) return 0;
+    int root_node = c->node_of[root], my_node = c->node_of[c->rank];
+    int node_root = my_node == root_node ? c->node_rank_of[root] : 0;
+    int err = 0;
+    int bridge_step = nc_comm_multinode(c) && nc_comm_is_leader(c);
+    /* On the root's node the data flows node -> bridge, elsewhere bridge -> node. */
+    if (my_node == root_node && c->node.size > 1) node_bcast(c, buf, bytes, node_root);
+    if (bridge_step) {
+        err = c->bridge.bcast(c->bridge.ctx, buf, bytes, root_node);
+        nc_stats_count(NC_COLL_BCAST, NC_ALG_BRIDGE, bytes);
+    }
+    if (my_node != root_node && c->node.size > 1) node_bcast(c, buf, bytes, node_root);
+    return err;
+}

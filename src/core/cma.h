@@ -1,0 +1,14 @@
+/* Single-copy reads from another process (Linux cross-memory attach). */
+#ifndef NC_CMA_H
+#define NC_CMA_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Lets sibling processes read our memory where Yama restricts ptrace to ancestors. */
+void nc_cma_allow_readers(void);
+
+/* Copies len bytes from `remote` in process pid into `local`; returns 0 or an errno. */
+int nc_cma_read(pid_t pid, const void *remote, void *local, size_t len);
+
+#endif

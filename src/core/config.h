@@ -1,0 +1,52 @@
+/* NODECOLL_* settings: parsed once per process from the environment, validated against the table. */
+#ifndef NC_CONFIG_H
+#define NC_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config_table.h"
+
+typedef enum { NC_KIND_INT, NC_KIND_SIZE, NC_KIND_BOOL, NC_KIND_ENUM } nc_config_kind;
+
+typedef struct nc_config {
+#define NC_CONFIG_FIELD(field, kind, def, lo, hi, choices, doc) int64_t field;
+    NC_CONFIG_TABLE(NC_CONFIG_FIELD)
+#undef NC_CONFIG_FIELD
+} nc_config;
+
+typedef struct nc_setting_info {
+    const char *env_name;   /* "NODECOLL_SEGMENT_SIZE" */
+    nc_config_kind kind;
+    int64_t default_value, min, max;
+    const char *choices;    /* "a|b|c" for enums, else NULL */
+    const char *doc;
+    size_t offset;          /* of the field in nc_config */
+} nc_setting_info;
+
+enum { NC_BARRIER_AUTO, NC_BARRIER_FLAT, NC_BARRIER_TREE, NC_BARRIER_DISSEMINATION };
+enum { NC_BCAST_AUTO, NC_BCAST_SHM, NC_BCAST_CMA };
+enum { NC_MAP_BLOCK, NC_MAP_CYCLIC };
+enum { NC_CMA_AUTO, NC_CMA_OFF };
+
+int nc_setting_count(void);
+const nc_setting_info *nc_setting(int index);
+
+/* The process-wide settings, parsed from the environment on first use (thread-safe). */
+const nc_config *nc_config_get(void);
+
+/* Parses `text` for setting `info`. Returns 0 and stores the value, or -1 and writes a
+ * message naming the setting and its allowed range into `err`. */
+int nc_setting_parse(const nc_setting_info *info, const char *text, int64_t *value,
+                     char *err, size_t err_len);
+
+/* Writes a setting's value as a user would type it (enum name, size with suffix). */
+void nc_setting_format(const nc_setting_info *info, int64_t value, char *out, size_t len);
+
+/* Fills `out` from the environment; invalid values are reported on `log` and replaced by the default. */
+void nc_config_from_env(nc_config *out, FILE *log);
+
+/* Value of one setting in a config. */
+int64_t nc_config_value(const nc_config *cfg, const nc_setting_info *info);
+
+#endif

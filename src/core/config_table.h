@@ -1,0 +1,55 @@
+/*
+ * The one table of every NODECOLL_* setting.  The environment parser, nodecoll-info and
+ * docs/tuning.md are all generated from it, so a setting cannot exist without its doc.
+ *
+ * X(field, kind, default, min, max, choices, doc)
+ *   kind: INT (integer in [min,max]), SIZE (bytes in [min,max], accepts K/M/G suffixes),
+ *         BOOL (0/1, yes/no, on/off), ENUM (one of the '|'-separated choices; stored as index).
+ *   Defaults were chosen from measurements recorded in docs/results.md.
+ */
+/* clang-format off */
+#define NC_CONFIG_TABLE(X) \
+  X(enable,              BOOL, 1,        0, 1,        NULL, \
+    "Master switch. 0 sends every call to the host MPI unchanged.") \
+  X(stats,               BOOL, 0,        0, 1,        NULL, \
+    "Print the per-collective, per-algorithm call counters of each rank at MPI_Finalize.") \
+  X(verbose,             INT,  0,        0, 2,        NULL, \
+    "1: report why a communicator falls back to the host MPI; 2: also report setup details.") \
+  X(ranks_per_node,      INT,  0,        0, 1048576,  NULL, \
+    "Split each shared-memory node into emulated nodes of this many ranks (0: real nodes). " \
+    "Emulated nodes talk through the host MPI like real ones, so one machine exercises the multi-node path.") \
+  X(node_map,            ENUM, 0,        0, 1,        "block|cyclic", \
+    "How ranks of a real node are dealt to emulated nodes: consecutive runs (block) or round-robin (cyclic).") \
+  X(barrier_alg,         ENUM, 0,        0, 3,        "auto|flat|tree|dissemination", \
+    "Barrier algorithm on a node: flat check-in/check-out, fan-in/fan-out tree, n-ary dissemination.") \
+  X(barrier_fanin,       INT,  4,        1, 1024,     NULL, \
+    "Fan-in radix of the tree barrier.") \
+  X(barrier_fanout,      INT,  4,        1, 1024,     NULL, \
+    "Fan-out radix of the tree barrier.") \
+  X(barrier_radix,       INT,  2,        2, 64,       NULL, \
+    "Radix n of the dissemination barrier (ceil(log_n P) steps, n-1 flags read per step).") \
+  X(barrier_flat_max,    INT,  8,        1, 1048576,  NULL, \
+    "auto uses flat check-in/check-out up to this many ranks per node, dissemination above.") \
+  X(bcast_alg,           ENUM, 0,        0, 2,        "auto|shm|cma", \
+    "Bcast algorithm on a node: fan-out tree through shared-memory segments, or single-copy reads (CMA).") \
+  X(bcast_radix,         INT,  8,        1, 1024,     NULL, \
+    "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
+  X(bcast_cma_min,       SIZE, 65536,    0, 1099511627776, NULL, \
+    "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
+  X(segment_size,        SIZE, 32768,    4096, 67108864, NULL, \
+    "Bytes per pipeline segment in a rank's shared-memory ring (rounded up to a page).") \
+  X(segments,            INT,  8,        2, 1024,     NULL, \
+    "Segments in each rank's ring; at least 2 so one can be refilled while another is read.") \
+  X(cma_chunk,           SIZE, 1048576,  4096, 1099511627776, NULL, \
+    "Bytes per single-copy read step (children of a tree start reading before the parent finished).") \
+  X(cma,                 ENUM, 0,        0, 1,        "auto|off", \
+    "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
+  X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \
+    "Most shared memory this process maps for nodecoll segments; a communicator that would exceed it uses the host MPI.") \
+  X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
+    "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 32 when oversubscribed).") \
+  X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
+    "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
+  X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \
+    "Sleep between polls once spinning and yielding found nothing, in microseconds.")
+/* clang-format on */

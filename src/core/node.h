@@ -1,0 +1,42 @@
+/* A node communicator's view of its shared segment: who I am, where everybody's flags and
+ * rings are, and the sequence counters every rank advances identically (collectives on a
+ * communicator are ordered, so equal counters need no agreement). */
+#ifndef NC_NODE_H
+#define NC_NODE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "segment.h"
+#include "wait.h"
+
+/* Who read the last fragment published into one of my ring slots, so the slot is refilled
+ * only after those readers are done with it. */
+typedef struct nc_slot_use {
+    uint64_t frag_end; /* readers must have consumed up to here (0: never used) */
+    int root, radix;   /* the tree they read through */
+} nc_slot_use;
+
+typedef struct nc_node {
+    int size, rank;
+    void *base;
+    nc_layout layout;
+    nc_wait_policy wait;
+    int cma;            /* single-copy reads work between all ranks of this node */
+    pid_t *pids;        /* per node rank, for single-copy reads */
+    uint64_t sync_seq;  /* barriers and fan-in/fan-out signals */
+    uint64_t frag;      /* pipeline fragments, summed over all calls */
+    nc_slot_use *slot_use;
+} nc_node;
+
+static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)
+{
+    return nc_segment_ctl(n->base, &n->layout, rank);
+}
+
+static inline char *nc_node_ring(const nc_node *n, int rank, uint64_t frag)
+{
+    return nc_segment_ring(n->base, &n->layout, rank, frag);
+}
+
+#endif

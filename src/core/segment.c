@@ -1,0 +1,141 @@
+#include "segment.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NC_SEGMENT_MAGIC 0x6e6f6465636f6c6cULL /* "nodecoll" */
+#define NC_SEGMENT_VERSION 1
+#define NC_NAME_PREFIX "nodecoll."
+
+typedef struct nc_segment_header {
+    uint64_t magic;
+    uint64_t version;
+    uint64_t nranks, nseg, seg_size, total;
+} nc_segment_header;
+
+static _Atomic size_t mapped_bytes;
+
+size_t nc_segment_mapped_bytes(void) { return atomic_load(&mapped_bytes); }
+
+static size_t page_size(void)
+{
+    static size_t p;
+    if (!p) p = (size_t)sysconf(_SC_PAGESIZE);
+    return p;
+}
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg)
+{
+    nc_layout l;
+    l.nranks = nranks;
+    l.nseg = nseg;
+    l.seg_size = round_up(seg_size, page_size());
+    l.ctl_bytes = round_up(sizeof(nc_rank_ctl), page_size());
+    l.rank_stride = l.ctl_bytes + (size_t)nseg * l.seg_size;
+    l.header_bytes = round_up(sizeof(nc_segment_header), page_size());
+    l.total = l.header_bytes + (size_t)nranks * l.rank_stride;
+    return l;
+}
+
+static int map_fd(int fd, const nc_layout *l, void **base)
+{
+    void *p = mmap(NULL, l->total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return errno;
+    *base = p;
+    atomic_fetch_add(&mapped_bytes, l->total);
+    return 0;
+}
+
+int nc_segment_create(const nc_layout *l, char name[NC_SEGMENT_NAME_MAX], int *fd, void **base)
+{
+    static _Atomic unsigned counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    /* The creator's pid in the name lets a later job remove it if this one is killed before
+     * the name is unlinked. */
+    snprintf(name, NC_SEGMENT_NAME_MAX, "/" NC_NAME_PREFIX "%ld.%u.%lx", (long)getpid(),
+             atomic_fetch_add(&counter, 1), (unsigned long)ts.tv_nsec);
+    int f = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (f < 0) return errno;
+    int err = ftruncate(f, (off_t)l->total) ? errno : 0;
+    if (!err) err = map_fd(f, l, base);
+    if (err) {
+        shm_unlink(name);
+        close(f);
+        return err;
+    }
+    nc_segment_header *h = *base;
+    *h = (nc_segment_header){NC_SEGMENT_MAGIC, NC_SEGMENT_VERSION, (uint64_t)l->nranks,
+                             (uint64_t)l->nseg, l->seg_size, l->total};
+    *fd = f;
+    return 0;
+}
+
+int nc_segment_attach(const char *name, const nc_layout *l, int *fd, void **base)
+{
+    int f = shm_open(name, O_RDWR, 0600);
+    if (f < 0) return errno;
+    int err = map_fd(f, l, base);
+    if (err) {
+        close(f);
+        return err;
+    }
+    const nc_segment_header *h = *base;
+    if (h->magic != NC_SEGMENT_MAGIC || h->version != NC_SEGMENT_VERSION ||
+        h->nranks != (uint64_t)l->nranks || h->total != l->total) {
+        nc_segment_unmap(*base, l);
+        close(f);
+        return EPROTO;
+    }
+    *fd = f;
+    return 0;
+}
+
+int nc_segment_claim(int fd, void *base, const nc_layout *l, int rank)
+{
+    char *mine = (char *)nc_segment_ctl(base, l, rank);
+    off_t offset = (off_t)(mine - (char *)base);
+    /* Reserving up front turns "tmpfs is full" into a setup failure we can fall back from,
+     * instead of a SIGBUS in the middle of a collective. */
+    int err = posix_fallocate(fd, offset, (off_t)l->rank_stride);
+    if (err) return err;
+    memset(mine, 0, l->rank_stride);
+    return 0;
+}
+
+void nc_segment_unlink(const char *name) { shm_unlink(name); }
+
+void nc_segment_unmap(void *base, const nc_layout *l)
+{
+    if (!base) return;
+    munmap(base, l->total);
+    atomic_fetch_sub(&mapped_bytes, l->total);
+}
+
+void nc_segment_sweep_stale(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, NC_NAME_PREFIX, sizeof NC_NAME_PREFIX - 1)) continue;
+        long pid = strtol(e->d_name + sizeof NC_NAME_PREFIX - 1, NULL, 10);
+        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char name[sizeof e->d_name + 2];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        shm_unlink(name);
+    }
+    closedir(d);
+}

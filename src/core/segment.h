@@ -1,0 +1,68 @@
+/* The shared-memory segment of one node communicator.
+ *
+ *   +-------------+----------------------------------+----------------------------------+---
+ *   | header page | rank 0: control page | ring       | rank 1: control page | ring       |...
+ *   +-------------+----------------------------------+----------------------------------+---
+ *
+ * A rank's control page holds its flags (one 128-byte line each); its ring holds `nseg`
+ * pipeline segments of `seg_size` bytes.  Each rank writes only its own control page and
+ * ring, reserves (fallocate) and first-touches them itself so the pages live on its NUMA
+ * node, and reads everybody's. */
+#ifndef NC_SEGMENT_H
+#define NC_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wait.h"
+
+#define NC_SEGMENT_NAME_MAX 64
+
+typedef struct nc_rank_ctl {
+    nc_flag fanin;  /* fan-in signals: the sync sequence this rank has reached */
+    nc_flag fanout; /* fan-out releases this rank has passed on to its children */
+    nc_flag dissem; /* dissemination barrier progress: seq * 64 + step */
+    nc_flag pub;    /* pipeline fragments published (aux[0]: user buffer for single-copy reads) */
+    nc_flag cons;   /* pipeline fragments this rank is done with */
+    nc_flag info;   /* written once at setup: aux[0] pid, aux[1] address of a probe word */
+} nc_rank_ctl;
+
+typedef struct nc_layout {
+    int nranks;
+    int nseg;
+    size_t seg_size;    /* multiple of the page size */
+    size_t ctl_bytes;   /* control page(s) of one rank */
+    size_t rank_stride; /* control + ring of one rank */
+    size_t header_bytes;
+    size_t total;
+} nc_layout;
+
+nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg);
+
+/* Creates a new uniquely named segment (not yet reserved or touched) and maps it. */
+int nc_segment_create(const nc_layout *l, char name[NC_SEGMENT_NAME_MAX], int *fd, void **base);
+/* Maps an existing segment; fails if its header does not match the layout. */
+int nc_segment_attach(const char *name, const nc_layout *l, int *fd, void **base);
+/* Reserves and first-touches this rank's part of the segment; returns 0 or an errno. */
+int nc_segment_claim(int fd, void *base, const nc_layout *l, int rank);
+void nc_segment_unlink(const char *name);
+void nc_segment_unmap(void *base, const nc_layout *l);
+/* Removes names left in /dev/shm by jobs whose creating process no longer exists. */
+void nc_segment_sweep_stale(void);
+
+static inline nc_rank_ctl *nc_segment_ctl(void *base, const nc_layout *l, int rank)
+{
+    return (nc_rank_ctl *)((char *)base + l->header_bytes + (size_t)rank * l->rank_stride);
+}
+
+static inline char *nc_segment_ring(void *base, const nc_layout *l, int rank, uint64_t frag)
+{
+    return (char *)nc_segment_ctl(base, l, rank) + l->ctl_bytes +
+           (size_t)(frag % (uint64_t)l->nseg) * l->seg_size;
+}
+
+/* Bytes of shared memory this process has mapped for segments (for NODECOLL_SHM_CAP). */
+size_t nc_segment_mapped_bytes(void);
+
+#endif

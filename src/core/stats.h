@@ -1,0 +1,38 @@
+/* Per-process call counters by collective and algorithm (relaxed atomics: exact totals,
+ * no ordering, cheap enough for the fast path). */
+#ifndef NC_STATS_H
+#define NC_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NC_COLLECTIVES(X) X(BARRIER, "barrier") X(BCAST, "bcast")
+
+/* Node-level algorithms, inter-node steps, staging, and every reason to use the host MPI. */
+#define NC_ALGORITHMS(X)                                                                   \
+    X(FLAT, "flat") X(TREE, "tree") X(DISSEMINATION, "dissemination") X(SHM, "shm")        \
+    X(CMA, "cma") X(BRIDGE, "bridge") X(PACKED, "packed") X(PMPI_DISABLED, "pmpi:disabled") \
+    X(PMPI_ARGS, "pmpi:args") X(PMPI_INTERCOMM, "pmpi:intercomm") X(PMPI_SIZE1, "pmpi:size1") \
+    X(PMPI_NO_SHM, "pmpi:no-shm") X(PMPI_FINALIZED, "pmpi:finalized")
+
+typedef enum {
+#define NC_ENUM_COLL(id, name) NC_COLL_##id,
+    NC_COLLECTIVES(NC_ENUM_COLL)
+#undef NC_ENUM_COLL
+    NC_COLL_COUNT
+} nc_coll_id;
+
+typedef enum {
+#define NC_ENUM_ALG(id, name) NC_ALG_##id,
+    NC_ALGORITHMS(NC_ENUM_ALG)
+#undef NC_ENUM_ALG
+    NC_ALG_COUNT
+} nc_alg_id;
+
+const char *nc_coll_name(nc_coll_id c);
+const char *nc_alg_name(nc_alg_id a);
+int nc_alg_is_fallback(nc_alg_id a);
+
+void nc_stats_count(nc_coll_id c, nc_alg_id a, size_t bytes);
+
+#endif

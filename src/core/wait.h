@@ -1,0 +1,60 @@
+/* Sequence flags and the policy for waiting on them.
+ *
+ * A flag is a monotonic 64-bit sequence number on a cache line of its own, written only by
+ * the rank that owns it.  Waiting spins (cheap when the writer runs on another core), then
+ * yields (so an oversubscribed writer gets the core), then sleeps (so hundreds of idle ranks
+ * stop burning the machine). */
+#ifndef NC_WAIT_H
+#define NC_WAIT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Two lines per flag: the adjacent-line prefetcher fetches lines in pairs, so a neighbour's
+ * flag on the paired line would still be falsely shared. */
+#define NC_FLAG_BYTES 128
+
+typedef struct nc_flag {
+    _Alignas(NC_FLAG_BYTES) _Atomic uint64_t seq;
+    _Atomic uint64_t aux[3]; /* payload published with seq (written before it) */
+} nc_flag;
+
+typedef struct nc_wait_policy {
+    int spin;     /* polls before the first yield */
+    int yields;   /* yields before sleeping; 0 = never sleep */
+    int sleep_us; /* sleep between polls after that */
+} nc_wait_policy;
+
+static inline void nc_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static inline uint64_t nc_flag_read(const nc_flag *f)
+{
+    return atomic_load_explicit(&f->seq, memory_order_acquire);
+}
+
+/* Release: everything written before (data, aux) is visible to a reader that sees `v`. */
+static inline void nc_flag_post(nc_flag *f, uint64_t v)
+{
+    atomic_store_explicit(&f->seq, v, memory_order_release);
+}
+
+void nc_wait_slow(const nc_flag *f, uint64_t target, const nc_wait_policy *p);
+
+/* Returns once *f >= target (sequence numbers only grow, so a later value also satisfies). */
+static inline void nc_wait_ge(const nc_flag *f, uint64_t target, const nc_wait_policy *p)
+{
+    if (__builtin_expect(nc_flag_read(f) >= target, 1)) return;
+    nc_wait_slow(f, target, p);
+}
+
+/* Resolves the policy from the settings: spin < 0 means auto (depends on oversubscription). */
+nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_us, int oversubscribed);
+
+#endif

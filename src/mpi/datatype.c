@@ -1,0 +1,89 @@
+#include "datatype.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <limits.h>
+#include <stdlib.h>
+
+static int committed_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+
+static void create_keyval(void)
+{
+    /* Dup copies the mark: a duplicate of a committed type is committed. */
+    PMPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &committed_keyval, NULL);
+}
+
+void nc_datatype_mark_committed(MPI_Datatype type)
+{
+    pthread_once(&keyval_once, create_keyval);
+    if (committed_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Type_set_attr(type, committed_keyval, (void *)(uintptr_t)1);
+}
+
+void nc_datatype_release_keyval(void)
+{
+    if (committed_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&committed_keyval);
+}
+
+static int combiner_of(MPI_Datatype type)
+{
+    int ni, na, nd, combiner;
+    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return -1;
+    return combiner;
+}
+
+static int is_committed(MPI_Datatype type, int combiner)
+{
+    if (combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
+        combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER)
+        return 1;
+    int found = 0;
+    void *value;
+    if (committed_keyval == MPI_KEYVAL_INVALID) return 0;
+    PMPI_Type_get_attr(type, committed_keyval, &value, &found);
+    return found;
+}
+
+/* Predefined types whose elements lie back to back (not MPI_DOUBLE_INT and friends, whose
+ * extent includes padding): their bytes in memory are their bytes on the wire. */
+static int is_dense_named(MPI_Datatype type, int combiner, int size)
+{
+    MPI_Aint lb, extent;
+    if (combiner != MPI_COMBINER_NAMED) return 0;
+    if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return 0;
+    return lb == 0 && extent == size;
+}
+
+int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
+{
+    int size, combiner = type == MPI_DATATYPE_NULL ? -1 : combiner_of(type);
+    if (combiner < 0 || count < 0 || !is_committed(type, combiner)) return 1;
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS) return 1;
+    *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
+    if (is_dense_named(type, combiner, size) || !b->bytes) {
+        /* A predefined type with a null buffer is the host's error to report. */
+        return b->bytes && !buf;
+    }
+    if (b->bytes > INT_MAX || !(b->staging = malloc(b->bytes))) return 1;
+    b->bytes_at = b->staging;
+    if (fill) {
+        int position = 0;
+        if (PMPI_Pack(buf, count, type, b->staging, (int)b->bytes, &position, comm) != MPI_SUCCESS ||
+            (size_t)position != b->bytes) {
+            free(b->staging);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain)
+{
+    int err = MPI_SUCCESS, position = 0;
+    if (!b->staging) return MPI_SUCCESS;
+    if (drain) err = PMPI_Unpack(b->staging, (int)b->bytes, &position, b->user, b->count, b->type, comm);
+    free(b->staging);
+    b->staging = NULL;
+    return err;
+}

@@ -1,0 +1,30 @@
+/* A user buffer seen as contiguous bytes: predefined dense types are used in place, any other
+ * committed type is packed into (or unpacked from) a staging buffer with the host's
+ * MPI_Pack.  Each rank decides for its own datatype, so ranks whose types differ but whose
+ * type signatures match (as MPI allows) still move the same bytes on the same path. */
+#ifndef NC_MPI_DATATYPE_H
+#define NC_MPI_DATATYPE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct nc_buffer {
+    char *bytes_at;   /* contiguous bytes: the user buffer or the staging copy */
+    size_t bytes;
+    void *user;
+    int count;
+    MPI_Datatype type;
+    void *staging;    /* non-NULL when packed */
+} nc_buffer;
+
+/* 0 on success; non-zero means "leave this call to the host MPI" (invalid or uncommitted
+ * type, or an allocation failure). `fill`: pack the user data now (senders). */
+int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill);
+/* Unpacks into the user buffer if `drain` and frees the staging copy; returns an MPI error code. */
+int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain);
+
+/* Marks committed derived types (MPI has no query for it); called from MPI_Type_commit. */
+void nc_datatype_mark_committed(MPI_Datatype type);
+void nc_datatype_release_keyval(void);
+
+#endif

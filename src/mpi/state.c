@@ -1,0 +1,311 @@
+#include "state.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/cma.h"
+#include "../core/fatal.h"
+#include "../core/segment.h"
+
+static int comm_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+/* Only creation and destruction touch the list of live states; collectives never lock. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_mpi_comm *live;
+
+/* Written at setup so peers can prove they may read our memory. */
+static volatile uint64_t probe_word;
+
+static void destroy(nc_mpi_comm *s);
+
+static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    destroy(value);
+    return MPI_SUCCESS;
+}
+
+static void create_keyval(void)
+{
+    /* Not copied on MPI_Comm_dup: a duplicate builds its own state (and segment) lazily. */
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, NULL);
+}
+
+void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason) { nc_stats_count(coll, reason, 0); }
+
+int nc_mpi_raise(MPI_Comm comm, int err)
+{
+    if (err != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, err);
+    return err;
+}
+
+static void say(const nc_config *cfg, int level, MPI_Comm comm, const char *what)
+{
+    int rank = -1;
+    if (cfg->verbose < level) return;
+    PMPI_Comm_rank(comm, &rank);
+    fprintf(stderr, "nodecoll[%d]: %s\n", rank, what);
+}
+
+/* ---- bridge callbacks: inter-node steps through the host MPI ------------------------- */
+
+static int bridge_barrier(void *ctx) { return PMPI_Barrier(*(MPI_Comm *)ctx); }
+
+static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
+{
+    /* MPI counts are ints: move more than 2 GiB in pieces. */
+    const size_t piece = (size_t)1 << 30;
+    for (size_t off = 0; off < bytes; off += piece) {
+        size_t len = bytes - off < piece ? bytes - off : piece;
+        int err = PMPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, *(MPI_Comm *)ctx);
+        if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- setup ------------------------------------------------------------------------- */
+
+static int all_agree(int ok, MPI_Comm comm)
+{
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all;
+}
+
+/* node = ranks sharing memory, optionally cut into emulated nodes. */
+static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size)
+{
+    MPI_Comm physical;
+    int rank, size;
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &physical);
+    PMPI_Comm_rank(physical, &rank);
+    PMPI_Comm_size(physical, &size);
+    *physical_size = size;
+    int k = (int)s->coll.cfg.ranks_per_node;
+    if (k <= 0 || k >= size) {
+        s->node_comm = physical;
+    } else {
+        int nodes = (size + k - 1) / k;
+        int color = s->coll.cfg.node_map == NC_MAP_CYCLIC ? rank % nodes : rank / k;
+        PMPI_Comm_split(physical, color, rank, &s->node_comm);
+        PMPI_Comm_free(&physical);
+    }
+    PMPI_Comm_set_errhandler(s->node_comm, MPI_ERRORS_RETURN);
+    PMPI_Comm_rank(s->node_comm, &s->coll.node.rank);
+    PMPI_Comm_size(s->node_comm, &s->coll.node.size);
+    return MPI_SUCCESS;
+}
+
+/* bridge = one leader (node rank 0) per node; every rank learns every rank's node and
+ * rank within it, which handles any placement of ranks on nodes. */
+static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
+{
+    nc_comm *c = &s->coll;
+    int leader = c->node.rank == 0;
+    PMPI_Comm_split(comm, leader ? 0 : MPI_UNDEFINED, c->rank, &s->bridge_comm);
+    int mine[2] = {0, c->node.rank}, bridge_size = 1;
+    if (leader) {
+        PMPI_Comm_set_errhandler(s->bridge_comm, MPI_ERRORS_RETURN);
+        PMPI_Comm_rank(s->bridge_comm, &mine[0]);
+        PMPI_Comm_size(s->bridge_comm, &bridge_size);
+    }
+    int shared[2] = {mine[0], bridge_size};
+    PMPI_Bcast(shared, 2, MPI_INT, 0, s->node_comm);
+    mine[0] = shared[0];
+    int *table = malloc(sizeof(int) * 2 * (size_t)c->size);
+    c->node_of = malloc(sizeof(int) * (size_t)c->size);
+    c->node_rank_of = malloc(sizeof(int) * (size_t)c->size);
+    if (!table || !c->node_of || !c->node_rank_of) nc_fatal("out of memory for rank tables");
+    PMPI_Allgather(mine, 2, MPI_INT, table, 2, MPI_INT, comm);
+    for (int r = 0; r < c->size; r++) {
+        c->node_of[r] = table[2 * r];
+        c->node_rank_of[r] = table[2 * r + 1];
+    }
+    free(table);
+    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast};
+    return MPI_SUCCESS;
+}
+
+/* Every rank reads every other rank's probe word once: single-copy is used only if all can. */
+static int probe_single_copy(nc_node *n)
+{
+    uint64_t got;
+    for (int r = 0; r < n->size; r++) {
+        const nc_rank_ctl *peer = nc_node_ctl(n, r);
+        pid_t pid = (pid_t)atomic_load(&peer->info.aux[0]);
+        const void *where = (const void *)(uintptr_t)atomic_load(&peer->info.aux[1]);
+        n->pids[r] = pid;
+        if (r == n->rank) continue;
+        if (nc_cma_read(pid, where, &got, sizeof got) || got != atomic_load(&peer->info.aux[2])) return 0;
+    }
+    return 1;
+}
+
+/* Maps the node's segment: the leader creates it, everyone reserves and first-touches its
+ * own part, and the name is unlinked as soon as all have mapped it, so no exit path (even
+ * SIGKILL) can leave it behind.  Returns 1 if the whole node succeeded. */
+static int map_segment(nc_mpi_comm *s, int oversubscribed)
+{
+    nc_comm *c = &s->coll;
+    nc_node *n = &c->node;
+    n->layout = nc_layout_make(n->size, (size_t)c->cfg.segment_size, (int)c->cfg.segments);
+    int ok = nc_segment_mapped_bytes() + n->layout.total <= (size_t)c->cfg.shm_cap;
+    if (!all_agree(ok, s->node_comm)) {
+        say(&c->cfg, 1, s->comm, "NODECOLL_SHM_CAP reached: this communicator uses the host MPI");
+        return 0;
+    }
+    char name[NC_SEGMENT_NAME_MAX] = "";
+    int fd = -1;
+    if (n->rank == 0) {
+        nc_segment_sweep_stale();
+        if (nc_segment_create(&n->layout, name, &fd, &n->base)) name[0] = '\0';
+    }
+    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, s->node_comm);
+    ok = name[0] != '\0';
+    if (ok && n->rank != 0) ok = nc_segment_attach(name, &n->layout, &fd, &n->base) == 0;
+    if (ok) ok = nc_segment_claim(fd, n->base, &n->layout, n->rank) == 0;
+    if (fd >= 0) close(fd);
+    if (ok) {
+        nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+        probe_word = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL;
+        atomic_store(&me->info.aux[0], (uint64_t)getpid());
+        atomic_store(&me->info.aux[1], (uint64_t)(uintptr_t)&probe_word);
+        atomic_store(&me->info.aux[2], probe_word);
+    }
+    ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
+    if (n->rank == 0 && name[0]) nc_segment_unlink(name);
+    if (!ok) return 0;
+
+    n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
+    n->pids = calloc((size_t)n->size, sizeof *n->pids);
+    n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
+    if (!n->pids || !n->slot_use) nc_fatal("out of memory for node state");
+    int cma_ok = 0;
+    if (c->cfg.cma != NC_CMA_OFF) {
+        nc_cma_allow_readers();
+        cma_ok = probe_single_copy(n);
+    }
+    n->cma = all_agree(cma_ok, s->node_comm);
+    return 1;
+}
+
+static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
+{
+    c->cfg = *nc_config_get();
+    /* Algorithm choices must match on every rank or ranks would wait on different flags. */
+    PMPI_Bcast(&c->cfg, sizeof c->cfg, MPI_BYTE, 0, comm);
+}
+
+static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
+{
+    nc_comm *c = &s->coll;
+    int inter, physical_size;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) return NC_ALG_PMPI_INTERCOMM;
+    PMPI_Comm_size(comm, &c->size);
+    if (c->size == 1) return NC_ALG_PMPI_SIZE1;
+    PMPI_Comm_rank(comm, &c->rank);
+    adopt_root_settings(c, comm);
+    split_node(s, comm, &physical_size);
+    build_bridge_and_tables(s, comm);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int ok = c->node.size == 1 || map_segment(s, cores > 0 && physical_size > cores);
+    /* One node without shared memory would leave the others waiting in a different
+     * algorithm: the whole communicator falls back together. */
+    if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
+    say(&c->cfg, 2, comm, c->node.cma ? "accelerated (single-copy available)" : "accelerated");
+    return NC_ALG_COUNT;
+}
+
+static void release_resources(nc_mpi_comm *s)
+{
+    nc_node *n = &s->coll.node;
+    if (n->base) nc_segment_unmap(n->base, &n->layout);
+    n->base = NULL;
+    if (s->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->node_comm);
+    if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
+    free(n->pids);
+    free(n->slot_use);
+    free(s->coll.node_of);
+    free(s->coll.node_rank_of);
+    n->pids = NULL;
+    n->slot_use = NULL;
+    s->coll.node_of = s->coll.node_rank_of = NULL;
+}
+
+static nc_mpi_comm *create(MPI_Comm comm)
+{
+    nc_mpi_comm *s = calloc(1, sizeof *s);
+    if (!s) nc_fatal("out of memory for communicator state");
+    s->comm = comm;
+    s->node_comm = s->bridge_comm = MPI_COMM_NULL;
+    s->fallback = setup(s, comm);
+    if (s->fallback != NC_ALG_COUNT) {
+        if (s->fallback == NC_ALG_PMPI_NO_SHM) say(&s->coll.cfg, 1, comm, "no shared memory: using the host MPI");
+        release_resources(s);
+    }
+    PMPI_Comm_set_attr(comm, comm_keyval, s);
+    pthread_mutex_lock(&live_lock);
+    s->next = live;
+    if (live) live->prev = s;
+    live = s;
+    pthread_mutex_unlock(&live_lock);
+    return s;
+}
+
+static void destroy(nc_mpi_comm *s)
+{
+    pthread_mutex_lock(&live_lock);
+    if (s->prev) s->prev->next = s->next;
+    else live = s->next;
+    if (s->next) s->next->prev = s->prev;
+    pthread_mutex_unlock(&live_lock);
+    release_resources(s);
+    free(s);
+}
+
+nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
+{
+    if (!nc_config_get()->enable) {
+        nc_mpi_fallback(coll, NC_ALG_PMPI_DISABLED);
+        return NULL;
+    }
+    if (comm == MPI_COMM_NULL) {
+        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
+        return NULL;
+    }
+    pthread_once(&keyval_once, create_keyval);
+    void *value = NULL;
+    int found = 0, finalized = 0;
+    if (comm_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
+    nc_mpi_comm *s = value;
+    if (!found) {
+        PMPI_Finalized(&finalized);
+        if (finalized || comm_keyval == MPI_KEYVAL_INVALID) {
+            nc_mpi_fallback(coll, NC_ALG_PMPI_FINALIZED);
+            return NULL;
+        }
+        s = create(comm);
+    }
+    if (s->fallback != NC_ALG_COUNT) {
+        nc_mpi_fallback(coll, s->fallback);
+        return NULL;
+    }
+    return s;
+}
+
+void nc_mpi_release_all(void)
+{
+    /* Deleting the attribute runs delete_state, which unlinks the state from the list. */
+    for (;;) {
+        pthread_mutex_lock(&live_lock);
+        nc_mpi_comm *s = live;
+        pthread_mutex_unlock(&live_lock);
+        if (!s) break;
+        if (PMPI_Comm_delete_attr(s->comm, comm_keyval) != MPI_SUCCESS) destroy(s);
+    }
+    if (comm_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&comm_keyval);
+}

@@ -1,0 +1,224 @@
+/*
+ * nodecoll-bench: measures each collective through nodecoll (MPI_*) and through the host
+ * MPI (PMPI_*) in the same run, next to the machine's physical limits.
+ *
+ * Every .c file of the tool includes this header first.
+ */
+#ifndef NODECOLL_BENCH_H
+#define NODECOLL_BENCH_H
+
+/* The standalone build (mpicc tools/bench/*.c) has no -D_GNU_SOURCE; nanosleep, setenv,
+ * posix_memalign and friends must still be declared. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BENCH_MAX_SIZES 64
+#define BENCH_MAX_SETS 64
+#define BENCH_PATH_MAX 1024
+
+/* ---- collectives (colls.c) ---------------------------------------------------------- */
+
+enum variant { VAR_NODECOLL = 0, VAR_HOST = 1, VAR_COUNT = 2 };
+
+/* How big a buffer is, in units of the message size n. */
+enum blocks { BLK_NONE, BLK_ONE, BLK_ALL /* one block per rank: P * n */ };
+
+/* Where the result of a call is defined, for --check. */
+enum out_scope { OUT_NONE, OUT_ALL, OUT_ROOT, OUT_NOT_FIRST /* exscan: rank 0 undefined */ };
+
+enum coll_flags {
+    COLL_ROOTED = 1u << 0,
+    COLL_REDUCES = 1u << 1,
+    COLL_DEFAULT = 1u << 2,   /* part of the default --coll set */
+    COLL_OUT_SEND = 1u << 3,  /* the result lands in the send buffer (bcast) */
+    COLL_SIZELESS = 1u << 4,  /* barrier: measured once, size 0 */
+};
+
+/* Arguments of one call; every collective reads the fields it needs. */
+struct call {
+    void *sbuf, *rbuf;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+    int root;
+    MPI_Comm comm;
+    const int *counts, *displs, *bdispls;
+    const MPI_Datatype *types;
+};
+
+struct mpi_api; /* the 17 entry points of one family (MPI_ or PMPI_), colls.c */
+
+struct coll {
+    const char *name;
+    int (*run)(const struct mpi_api *api, const struct call *c);
+    unsigned flags;
+    enum blocks send, recv;
+    enum out_scope out;
+    /* Bytes the operation cannot avoid reading / writing, as c2*P^2 + c1*P + c0 times n
+     * (docs/benchmark.md, "lower bounds"). */
+    signed char reads[3], writes[3];
+};
+
+int coll_count(void);
+const struct coll *coll_at(int index);
+int coll_find(const char *name);
+const struct mpi_api *coll_api(enum variant v);
+const char *variant_name(enum variant v);
+size_t coll_blocks(enum blocks b, int nranks);
+double coll_poly(const signed char c[3], int nranks);
+
+/* ---- datatypes and operations (dtypes.c) --------------------------------------------- */
+
+enum dt_kind { DT_BITS, DT_INT, DT_FLOAT };
+enum op_kind { OP_ARITH, OP_PROD, OP_BITWISE };
+
+struct dtype {
+    const char *name;
+    MPI_Datatype type;
+    size_t size;
+    enum dt_kind kind;
+    void (*fill)(void *buf, size_t count, unsigned seed, int sparse);
+};
+
+struct op {
+    const char *name;
+    MPI_Op op;
+    enum op_kind kind;
+};
+
+int dtype_count(void);
+const struct dtype *dtype_at(int index);
+int dtype_find(const char *name);
+const struct op *op_find(const char *name);
+int op_fits(const struct op *op, const struct dtype *dt);
+const struct dtype *dtype_auto(const struct coll *c, const struct op *op);
+
+/* ---- options (options.c) -------------------------------------------------------------- */
+
+enum root_pattern { ROOT_ZERO, ROOT_LAST, ROOT_ROTATE, ROOT_PATTERNS };
+#define DTYPE_AUTO (-1)
+
+struct options {
+    unsigned long colls;            /* bit i: coll_at(i) selected */
+    size_t sizes[BENCH_MAX_SIZES];
+    int nsizes;
+    int dtypes[BENCH_MAX_SIZES];    /* dtype index or DTYPE_AUTO */
+    int ndtypes;
+    const struct op *op;
+    int roots[ROOT_PATTERNS];
+    int nroots;
+    int ranks_per_node;             /* 0: leave NODECOLL_RANKS_PER_NODE alone */
+    const char *sets[BENCH_MAX_SETS];
+    int nsets;
+    int iters, warmup;
+    double time_budget;
+    int check, off_cache, quiet, help;
+    const char *json, *csv;
+    char error[256];
+};
+
+void options_parse(int argc, char **argv, struct options *o);
+int options_export_env(struct options *o);
+void options_usage(FILE *out);
+const char *root_pattern_name(int pattern);
+
+/* ---- physical limits (limits.c) -------------------------------------------------------- */
+
+#define LIMIT_SIZES 32
+
+struct limits {
+    int valid;                 /* 0 when the ranks span several machines */
+    int cores, node_ranks, nodes, copiers;
+    size_t llc;
+    double rtt_ns;             /* cache-line round trip between node ranks 0 and 1 */
+    int nsizes;
+    size_t size[LIMIT_SIZES];
+    /* memcpy GB/s: one core, and `copiers` cores at once (sum), data hot or cold */
+    double hot1[LIMIT_SIZES], cold1[LIMIT_SIZES], hot_all[LIMIT_SIZES], cold_all[LIMIT_SIZES];
+};
+
+void limits_measure(struct limits *l, size_t largest_copy);
+double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
+                       int cold);
+size_t limits_largest_copy(const struct options *o, int nranks, int copiers);
+
+/* ---- measurement (measure.c) ----------------------------------------------------------- */
+
+struct point {
+    const struct coll *coll;
+    const struct dtype *dt;
+    int root_pattern;
+    size_t bytes; /* n: count * datatype size */
+    int count;
+};
+
+struct sample { /* microseconds; each a median over rounds */
+    double min, med, max; /* over ranks; max is the latency of the collective */
+    double q1, q3;        /* quartiles over rounds of the per-round max */
+};
+
+struct result {
+    struct point pt;
+    int k, rounds;
+    struct sample t[VAR_COUNT];
+    double bound_us;
+    char algs[128];
+    int check; /* -1 not checked, else number of ranks that saw a mismatch */
+};
+
+struct arena; /* pre-faulted buffers shared by every point, measure.c */
+
+struct arena *arena_create(const struct options *o, int nranks);
+void arena_destroy(struct arena *a);
+void measure_point(struct arena *a, const struct options *o, const struct point *pt,
+                   struct result *res);
+
+/* ---- algorithm counters (stats.c) ------------------------------------------------------- */
+
+int stats_available(void);
+const char *stats_nodecoll_version(void);
+struct stats_snap;
+struct stats_snap *stats_snapshot(void);
+void stats_moved(struct stats_snap *before, const char *coll, char *out, size_t len);
+
+/* ---- output (report.c) ------------------------------------------------------------------ */
+
+struct run_info {
+    char mpi[256];
+    int mpi_major, mpi_minor;
+    char cpu[128];
+    char date[32];
+    char command[2048];
+    char settings[2048];     /* NODECOLL_*=value, space separated */
+    int nranks;
+    int oversubscribed;
+    double seconds;
+};
+
+void report_collect(struct run_info *ri, int argc, char **argv, const struct limits *l);
+void report_header(FILE *out, const struct run_info *ri, const struct limits *l,
+                   const struct options *o);
+void report_row(FILE *out, const struct result *r, int nranks);
+int report_json(const char *path, const struct run_info *ri, const struct limits *l,
+                const struct options *o, const struct result *rs, int n);
+int report_csv(const char *path, const struct run_info *ri, const struct result *rs, int n);
+double result_speedup(const struct result *r);
+double result_gbs(const struct result *r, int nranks);
+double result_pct_bound(const struct result *r);
+
+/* ---- small helpers (util.c) -------------------------------------------------------------- */
+
+double now_s(void);
+void *xalloc_touched(size_t bytes);
+size_t round_up(size_t v, size_t to);
+int cmp_double(const void *a, const void *b);
+double median_of(double *v, int n);
+void format_bytes(char *out, size_t len, size_t bytes);
+
+#endif
