@@ -7,7 +7,7 @@
 #ifndef NODECOLL_BENCH_H
 #define NODECOLL_BENCH_H
 
-/* The standalone build (mpicc tools/bench/*.c) has no -D_GNU_SOURCE; nanosleep, setenv,
+/* The standalone build (mpicc on the sources alone) has no -D_GNU_SOURCE; nanosleep, setenv,
  * posix_memalign and friends must still be declared. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,6 +38,7 @@ enum coll_flags {
     COLL_DEFAULT = 1u << 2,   /* part of the default --coll set */
     COLL_OUT_SEND = 1u << 3,  /* the result lands in the send buffer (bcast) */
     COLL_SIZELESS = 1u << 4,  /* barrier: measured once, size 0 */
+    COLL_ALLDEP = 1u << 5,    /* every result depends on every rank: calls cannot overlap */
 };
 
 /* Arguments of one call; every collective reads the fields it needs. */
@@ -92,9 +93,7 @@ struct op {
     enum op_kind kind;
 };
 
-int dtype_count(void);
-const struct dtype *dtype_at(int index);
-int dtype_find(const char *name);
+const struct dtype *dtype_find(const char *name);
 const struct op *op_find(const char *name);
 int op_fits(const struct op *op, const struct dtype *dt);
 const struct dtype *dtype_auto(const struct coll *c, const struct op *op);
@@ -102,13 +101,12 @@ const struct dtype *dtype_auto(const struct coll *c, const struct op *op);
 /* ---- options (options.c) -------------------------------------------------------------- */
 
 enum root_pattern { ROOT_ZERO, ROOT_LAST, ROOT_ROTATE, ROOT_PATTERNS };
-#define DTYPE_AUTO (-1)
 
 struct options {
     unsigned long colls;            /* bit i: coll_at(i) selected */
     size_t sizes[BENCH_MAX_SIZES];
     int nsizes;
-    int dtypes[BENCH_MAX_SIZES];    /* dtype index or DTYPE_AUTO */
+    const struct dtype *dtypes[BENCH_MAX_SIZES]; /* NULL: auto, by collective */
     int ndtypes;
     const struct op *op;
     int roots[ROOT_PATTERNS];
@@ -143,10 +141,9 @@ struct limits {
     double hot1[LIMIT_SIZES], cold1[LIMIT_SIZES], hot_all[LIMIT_SIZES], cold_all[LIMIT_SIZES];
 };
 
-void limits_measure(struct limits *l, size_t largest_copy);
+void limits_measure(struct limits *l, const struct options *o);
 double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
                        int cold);
-size_t limits_largest_copy(const struct options *o, int nranks, int copiers);
 
 /* ---- measurement (measure.c) ----------------------------------------------------------- */
 
@@ -178,6 +175,7 @@ struct arena *arena_create(const struct options *o, int nranks);
 void arena_destroy(struct arena *a);
 void measure_point(struct arena *a, const struct options *o, const struct point *pt,
                    struct result *res);
+int point_fits(const struct point *pt, int nranks);
 
 /* ---- algorithm counters (stats.c) ------------------------------------------------------- */
 
@@ -220,5 +218,11 @@ size_t round_up(size_t v, size_t to);
 int cmp_double(const void *a, const void *b);
 double median_of(double *v, int n);
 void format_bytes(char *out, size_t len, size_t bytes);
+size_t llc_bytes(void);
+/* Instead of fmax/fmin/ceil: the tool then links without -lm, from a bare mpicc line. */
+double dmax(double a, double b);
+double dmin(double a, double b);
+double ceil_pos(double x);
+int table_find(const void *table, int n, size_t stride, const char *name);
 
 #endif

@@ -1,0 +1,305 @@
+/*
+ * The machine's physical limits, measured in the same run as the collectives:
+ *   - the round trip of one cache line between node ranks 0 and 1 (ping-pong on a line of
+ *     a shared-memory window),
+ *   - memcpy bandwidth per size on one core and on all usable cores at once, with the data
+ *     in cache (hot) or not (cold),
+ * and the lower bound they imply for each collective (docs/benchmark.md derives it).
+ *
+ * Only the node of world rank 0 measures.  Ranks beyond the core count sleep meanwhile, so
+ * an oversubscribed run still measures the hardware, not the scheduler.
+ */
+#include "bench.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COPY_TARGET_S 50e-6 /* one timed batch of copies lasts at least this long */
+#define COPY_BATCHES 7
+#define COPY_MIN ((size_t)8)
+#define COPY_MAX ((size_t)64 << 20) /* beyond a few LLCs the bandwidth is flat (DRAM) */
+#define RTT_BATCH 2000
+#define RTT_BATCHES 15
+#define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
+
+enum { L_PINGPONG, L_ARRIVE, L_DONE, L_PARAM, L_ELAPSED /* one line per copier */ };
+
+struct line {
+    _Alignas(64) _Atomic uint64_t v;
+};
+
+struct node_ctx {
+    MPI_Comm comm;
+    MPI_Win win;
+    int rank, size, is_main, copiers;
+    struct line *l;
+    uint64_t epoch;
+};
+
+struct copier {
+    char *hot_src, *hot_dst, *cold_src, *cold_dst;
+    size_t pool, cursor;
+};
+
+/* ---- synchronisation through the shared window ---------------------------------------- */
+
+/* Between copiers only: a PMPI_Barrier leaves ranks microseconds apart, too much skew for
+ * a 50 us batch whose copies are meant to run at the same time. */
+static void spin_barrier(struct node_ctx *n)
+{
+    n->epoch++;
+    atomic_fetch_add(&n->l[L_ARRIVE].v, 1);
+    while (atomic_load(&n->l[L_ARRIVE].v) < n->epoch * (uint64_t)n->copiers) {
+    }
+}
+
+static void sleep_until_done(struct node_ctx *n)
+{
+    struct timespec ts = {0, 200000};
+    while (!atomic_load(&n->l[L_DONE].v)) nanosleep(&ts, NULL);
+}
+
+static void node_open(struct node_ctx *n, int cores)
+{
+    int world_rank, here;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &n->comm);
+    PMPI_Comm_rank(n->comm, &n->rank);
+    PMPI_Comm_size(n->comm, &n->size);
+    here = world_rank == 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &here, 1, MPI_INT, MPI_MAX, n->comm);
+    n->is_main = here;
+    n->copiers = n->size < cores ? n->size : cores;
+    MPI_Aint bytes = n->rank == 0 ? (MPI_Aint)sizeof(struct line) * (L_ELAPSED + n->copiers) : 0;
+    void *mine;
+    PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, n->comm, &mine, &n->win);
+    MPI_Aint size;
+    int disp;
+    PMPI_Win_shared_query(n->win, 0, &size, &disp, &n->l);
+    if (n->rank == 0) memset(n->l, 0, (size_t)bytes);
+    n->epoch = 0;
+    PMPI_Barrier(n->comm);
+}
+
+static void node_close(struct node_ctx *n)
+{
+    PMPI_Win_free(&n->win);
+    PMPI_Comm_free(&n->comm);
+}
+
+/* ---- cache-line round trip ------------------------------------------------------------ */
+
+/* Rank 0 writes an odd value, rank 1 answers with the next even one: each round trip moves
+ * the line to the other core and back.  Minimum over batches: noise only adds time. */
+static double measure_rtt_ns(struct node_ctx *n)
+{
+    _Atomic uint64_t *line = &n->l[L_PINGPONG].v;
+    double best = INFINITY;
+    uint64_t v = 0;
+    for (int b = 0; b <= RTT_BATCHES; b++) {
+        double t0 = now_s();
+        for (int i = 0; i < RTT_BATCH; i++, v += 2) {
+            if (n->rank == 0) {
+                atomic_store(line, v + 1);
+                while (atomic_load(line) != v + 2) {
+                }
+            } else {
+                while (atomic_load(line) != v + 1) {
+                }
+                atomic_store(line, v + 2);
+            }
+        }
+        double t = (now_s() - t0) / RTT_BATCH * 1e9;
+        if (b > 0 && t < best) best = t; /* batch 0 warms up */
+    }
+    return best;
+}
+
+/* ---- memcpy ------------------------------------------------------------------------------ */
+
+static void copier_init(struct copier *c, size_t largest)
+{
+    c->pool = 4 * (largest > llc_bytes() / 2 ? largest : llc_bytes() / 2);
+    c->hot_src = xalloc_touched(largest);
+    c->hot_dst = xalloc_touched(largest);
+    c->cold_src = xalloc_touched(c->pool);
+    c->cold_dst = xalloc_touched(c->pool);
+    c->cursor = 0;
+}
+
+static void copier_free(struct copier *c)
+{
+    free(c->hot_src);
+    free(c->hot_dst);
+    free(c->cold_src);
+    free(c->cold_dst);
+}
+
+/* Seconds for k copies of s bytes.  Cold copies each use another slot of a pool four
+ * times the LLC, visited out of order, so neither source nor destination is cached. */
+static double copy_run(struct copier *c, size_t s, long k, int cold)
+{
+    size_t stride = round_up(s, 64), slots = c->pool / stride;
+    if (slots % SLOT_HOP == 0) slots--;
+    double t0 = now_s();
+    for (long i = 0; i < k; i++) {
+        size_t off = cold ? (c->cursor++ * SLOT_HOP % slots) * stride : 0;
+        memcpy((cold ? c->cold_dst : c->hot_dst) + off, (cold ? c->cold_src : c->hot_src) + off, s);
+        __asm__ volatile("" ::: "memory"); /* keep every copy */
+    }
+    return now_s() - t0;
+}
+
+static long copies_per_batch(struct copier *c, size_t s, int cold)
+{
+    copy_run(c, s, 1, cold);
+    double t = copy_run(c, s, 4, cold) / 4;
+    double k = ceil_pos(COPY_TARGET_S / dmax(t, 1e-9));
+    return k > 1e6 ? 1000000 : (long)k;
+}
+
+/* GB/s of one core: best batch. */
+static double single_gbs(struct copier *c, size_t s, long k, int cold)
+{
+    double best = INFINITY;
+    for (int b = 0; b < COPY_BATCHES; b++) best = dmin(best, copy_run(c, s, k, cold));
+    return (double)s * (double)k / best * 1e-9;
+}
+
+/* GB/s summed over all copiers copying at the same time: per batch the slowest copier
+ * counts, then the best batch.  Every copier calls this; rank 0's result is the one used. */
+static double all_gbs(struct node_ctx *n, struct copier *c, size_t s, long k, int cold)
+{
+    double best = INFINITY;
+    for (int b = 0; b < COPY_BATCHES; b++) {
+        spin_barrier(n);
+        double t = copy_run(c, s, k, cold);
+        atomic_store(&n->l[L_ELAPSED + n->rank].v, (uint64_t)(t * 1e9));
+        spin_barrier(n);
+        uint64_t slowest = 0;
+        for (int i = 0; i < n->copiers; i++) {
+            uint64_t e = atomic_load(&n->l[L_ELAPSED + i].v);
+            slowest = e > slowest ? e : slowest;
+        }
+        best = dmin(best, (double)slowest * 1e-9);
+    }
+    return (double)n->copiers * (double)s * (double)k / best * 1e-9;
+}
+
+static void measure_size(struct node_ctx *n, struct copier *c, struct limits *l, int i, int cold)
+{
+    size_t s = l->size[i];
+    if (n->rank == 0) {
+        long k = copies_per_batch(c, s, cold);
+        (cold ? l->cold1 : l->hot1)[i] = single_gbs(c, s, k, cold);
+        atomic_store(&n->l[L_PARAM].v, (uint64_t)k);
+    }
+    spin_barrier(n);
+    long k = (long)atomic_load(&n->l[L_PARAM].v);
+    double g = n->copiers > 1 ? all_gbs(n, c, s, k, cold) : 0;
+    (cold ? l->cold_all : l->hot_all)[i] = g;
+}
+
+/* What one core did, all cores can do, and what cold data allowed, hot data allows: a
+ * limit is the best rate seen.  Without this, a copier preempted in every batch on a busy
+ * machine would lower the bandwidth and raise the bound above what is reachable. */
+static void floor_limits(struct limits *l)
+{
+    for (int i = 0; i < l->nsizes; i++) {
+        l->hot1[i] = dmax(l->hot1[i], l->cold1[i]);
+        l->cold_all[i] = dmax(l->cold_all[i], l->cold1[i]);
+        l->hot_all[i] = dmax(dmax(l->hot_all[i], l->hot1[i]), l->cold_all[i]);
+    }
+}
+
+static void set_sizes(struct limits *l, size_t largest)
+{
+    l->nsizes = 0;
+    for (size_t s = COPY_MIN; s <= largest && l->nsizes < LIMIT_SIZES; s *= 2) l->size[l->nsizes++] = s;
+}
+
+/* Work of the copiers (node ranks below the core count) of the main node. */
+static void copier_main(struct node_ctx *n, struct limits *l)
+{
+    l->rtt_ns = NAN;
+    if (n->copiers >= 2 && n->rank < 2) {
+        double rtt = measure_rtt_ns(n);
+        if (n->rank == 0) l->rtt_ns = rtt;
+    }
+    spin_barrier(n);
+    struct copier c;
+    copier_init(&c, l->size[l->nsizes - 1]);
+    for (int i = 0; i < l->nsizes; i++)
+        for (int cold = 0; cold < 2; cold++) measure_size(n, &c, l, i, cold);
+    copier_free(&c);
+    if (n->rank == 0) floor_limits(l);
+}
+
+/* The largest chunk one copier moves for any selected point, as a power of two. */
+static size_t largest_copy(const struct options *o, int nranks, int copiers)
+{
+    double most = COPY_MIN;
+    for (int i = 0; i < coll_count(); i++) {
+        const struct coll *c = coll_at(i);
+        if (!(o->colls >> i & 1)) continue;
+        double per_n = 0.5 * (coll_poly(c->reads, nranks) + coll_poly(c->writes, nranks)) / copiers;
+        for (int s = 0; s < o->nsizes; s++) most = dmax(most, per_n * (double)o->sizes[s]);
+    }
+    for (int s = 0; s < o->nsizes; s++) most = dmax(most, (double)o->sizes[s]); /* a full table */
+    size_t p = COPY_MIN;
+    while ((double)p < most && p < COPY_MAX) p *= 2;
+    return p;
+}
+
+void limits_measure(struct limits *l, const struct options *o)
+{
+    struct node_ctx n;
+    int leader;
+    memset(l, 0, sizeof *l);
+    l->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    l->llc = llc_bytes();
+    node_open(&n, l->cores);
+    set_sizes(l, largest_copy(o, n.size, n.copiers));
+    leader = n.rank == 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (n.is_main && n.rank < n.copiers) copier_main(&n, l);
+    else if (n.is_main) sleep_until_done(&n);
+    if (n.is_main && n.rank == 0) atomic_store(&n.l[L_DONE].v, 1);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    l->nodes = leader;
+    l->node_ranks = n.size;
+    l->copiers = n.copiers;
+    l->valid = leader == 1;
+    PMPI_Bcast(l, sizeof *l, MPI_BYTE, 0, MPI_COMM_WORLD);
+    node_close(&n);
+}
+
+/* ---- lower bounds ---------------------------------------------------------------------- */
+
+static double lookup_gbs(const struct limits *l, const double *gbs, double chunk)
+{
+    int i = 0;
+    while (i < l->nsizes - 1 && (double)l->size[i] < chunk) i++;
+    return gbs[i];
+}
+
+/* max(one-way cache-line latency, unavoidable copying / copy bandwidth of the usable
+ * cores).  Reads and writes count half a copied byte each: a copy reads and writes.
+ * The latency term only holds where every rank waits for every other: elsewhere (a root
+ * that sends, a scan) back-to-back calls may overlap, and the timed loop would beat it. */
+double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
+                       int cold)
+{
+    if (!l->valid) return NAN;
+    int waits = (c->flags & COLL_ALLDEP) && nranks > 1 && !isnan(l->rtt_ns);
+    double latency = waits ? 0.5 * l->rtt_ns * 1e-3 : 0;
+    double copied = 0.5 * (coll_poly(c->reads, nranks) + coll_poly(c->writes, nranks)) * (double)n;
+    if (copied <= 0) return latency;
+    const double *gbs = l->copiers > 1 ? (cold ? l->cold_all : l->hot_all) : (cold ? l->cold1 : l->hot1);
+    double bandwidth = lookup_gbs(l, gbs, copied / l->copiers);
+    return dmax(latency, copied / (bandwidth * 1e3));
+}

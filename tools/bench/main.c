@@ -1,0 +1,176 @@
+/*
+ * nodecoll-bench driver: options -> environment -> MPI_Init -> limits -> sweep -> reports.
+ * Usage and method: docs/benchmark.md, or --help.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sweep {
+    struct point *pts;
+    int n;
+};
+
+static void add_point(struct sweep *s, const struct coll *c, const struct dtype *dt, int root,
+                      size_t bytes)
+{
+    size_t count = bytes ? (bytes + dt->size - 1) / dt->size : 0;
+    struct point p = {c, dt, root, count * dt->size, (int)count};
+    const struct point *prev = s->n ? &s->pts[s->n - 1] : NULL;
+    if (prev && prev->coll == c && prev->dt == dt && prev->root_pattern == root && prev->count == p.count)
+        return; /* sizes below the datatype size round up to the same point */
+    s->pts = realloc(s->pts, sizeof p * (size_t)(s->n + 1));
+    s->pts[s->n++] = p;
+}
+
+static void add_sizes(struct sweep *s, const struct options *o, const struct coll *c,
+                      const struct dtype *dt, int root)
+{
+    if (c->flags & COLL_SIZELESS) {
+        add_point(s, c, dt, root, 0);
+        return;
+    }
+    for (int i = 0; i < o->nsizes; i++) add_point(s, c, dt, root, o->sizes[i]);
+}
+
+/* Every point in the order it runs: collective, datatype, root pattern, size. */
+static struct sweep plan_sweep(const struct options *o)
+{
+    struct sweep s = {NULL, 0};
+    for (int i = 0; i < coll_count(); i++) {
+        const struct coll *c = coll_at(i);
+        if (!(o->colls >> i & 1)) continue;
+        for (int d = 0; d < o->ndtypes; d++) {
+            const struct dtype *dt = o->dtypes[d] ? o->dtypes[d] : dtype_auto(c, o->op);
+            if ((c->flags & COLL_REDUCES) && !op_fits(o->op, dt)) continue;
+            if (!(c->flags & COLL_ROOTED)) add_sizes(&s, o, c, dt, -1);
+            for (int r = 0; (c->flags & COLL_ROOTED) && r < o->nroots; r++)
+                add_sizes(&s, o, c, dt, o->roots[r]);
+        }
+    }
+    return s;
+}
+
+/* ---- progress on stderr (rank 0) --------------------------------------------------------- */
+
+static void clock_text(char *out, size_t len, double s)
+{
+    snprintf(out, len, "%d:%02d", (int)s / 60, (int)s % 60);
+}
+
+/* A line redrawn in place on a terminal; in a log, one line per collective. */
+static void progress(const struct sweep *s, int i, double t0)
+{
+    static const struct coll *last;
+    const struct point *p = &s->pts[i];
+    char sz[32], el[16], left[16];
+    double elapsed = now_s() - t0;
+    format_bytes(sz, sizeof sz, p->bytes);
+    clock_text(el, sizeof el, elapsed);
+    clock_text(left, sizeof left, i ? elapsed / i * (s->n - i) : 0);
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "\r\033[K[%3d/%d] %s %s root=%s %s  %s elapsed, ~%s left", i + 1, s->n,
+                p->coll->name, p->dt->name, root_pattern_name(p->root_pattern), sz, el,
+                i ? left : "?");
+    else if (p->coll != last)
+        fprintf(stderr, "nodecoll-bench: [%d/%d] %s  (%s elapsed)\n", i + 1, s->n, p->coll->name, el);
+    last = p->coll;
+}
+
+static void progress_clear(void)
+{
+    if (isatty(STDERR_FILENO)) fputs("\r\033[K", stderr);
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static int run_sweep(const struct options *o, const struct limits *l, const struct sweep *s,
+                     struct result *res, int rank, int nranks)
+{
+    int loud = rank == 0 && !o->quiet, failed = 0;
+    struct arena *a = arena_create(o, nranks);
+    double t0 = now_s();
+    for (int i = 0; i < s->n; i++) {
+        if (loud) progress(s, i, t0);
+        measure_point(a, o, &s->pts[i], &res[i]);
+        res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
+        failed |= res[i].check > 0;
+        if (loud) progress_clear();
+        if (loud) report_row(stdout, &res[i], nranks);
+    }
+    arena_destroy(a);
+    return failed;
+}
+
+static int write_outputs(const struct options *o, const struct run_info *ri,
+                         const struct limits *l, const struct result *res, int n)
+{
+    int bad = 0;
+    if (o->json && report_json(o->json, ri, l, o, res, n)) {
+        fprintf(stderr, "nodecoll-bench: cannot write %s\n", o->json);
+        bad = 1;
+    }
+    if (o->csv && report_csv(o->csv, ri, res, n)) {
+        fprintf(stderr, "nodecoll-bench: cannot write %s\n", o->csv);
+        bad = 1;
+    }
+    return bad;
+}
+
+/* Points whose displacements do not fit an int are dropped up front, on every rank. */
+static void drop_unfit(struct sweep *s, int nranks, int rank)
+{
+    int kept = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (point_fits(&s->pts[i], nranks)) s->pts[kept++] = s->pts[i];
+        else if (rank == 0)
+            fprintf(stderr, "nodecoll-bench: skipping %s of %zu bytes: %d blocks overflow an int\n",
+                    s->pts[i].coll->name, s->pts[i].bytes, nranks);
+    }
+    s->n = kept;
+}
+
+static int usage_or_error(const struct options *o, int rank)
+{
+    if (rank == 0 && o->help) options_usage(stdout);
+    if (rank == 0 && o->error[0]) fprintf(stderr, "nodecoll-bench: %s\n", o->error);
+    return o->error[0] ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    int rank, nranks, status;
+    char **args = argv;
+    options_parse(argc, argv, &o);
+    if (!o.error[0]) options_export_env(&o);
+    MPI_Init(&argc, &argv);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (o.help || o.error[0]) {
+        status = usage_or_error(&o, rank);
+        MPI_Finalize();
+        return status;
+    }
+    double t0 = now_s();
+    struct limits lim;
+    struct run_info ri;
+    limits_measure(&lim, &o);
+    report_collect(&ri, argc, args, &lim);
+    if (rank == 0 && !o.quiet) report_header(stdout, &ri, &lim, &o);
+    fflush(stdout);
+
+    struct sweep s = plan_sweep(&o);
+    drop_unfit(&s, nranks, rank);
+    struct result *res = calloc((size_t)s.n + 1, sizeof *res);
+    status = run_sweep(&o, &lim, &s, res, rank, nranks);
+    ri.seconds = now_s() - t0;
+    if (rank == 0) status |= write_outputs(&o, &ri, &lim, res, s.n);
+    PMPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(res);
+    free(s.pts);
+    MPI_Finalize();
+    return status;
+}

@@ -1,0 +1,357 @@
+/*
+ * Timing of one point (collective, datatype, root pattern, size).
+ *
+ * Both variants run in the same process, in alternating rounds: nodecoll, host, nodecoll,
+ * host...  Each round starts with PMPI_Barrier (nothing of nodecoll in the separation) and
+ * times k back-to-back calls per rank.  Afterwards rank 0 takes, per round, the slowest
+ * rank (a collective is done when its last rank is) and the median of that over rounds.
+ */
+#include "bench.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUND_TARGET_S 20e-6 /* k makes a timed round at least this long */
+#define K_MAX 100000
+#define MIN_ROUNDS 3
+#define CALIBRATION_CALLS 2
+#define CALIBRATION_BLOCKS 3
+#define POISON 0xA5
+/* Off-cache sets are visited in steps of this prime, not in order: the hardware prefetcher
+ * would otherwise pull the next set into cache while the current one is in use. */
+#define SET_HOP 40503u
+
+struct arena {
+    char *base;
+    size_t bytes;
+    char *shadow; /* --check: the nodecoll result, compared with the host one */
+    size_t pool;  /* --off-cache: bytes one rank rotates through */
+    int *counts, *displs, *bdispls;
+    MPI_Datatype *types;
+    int nranks, rank;
+};
+
+/* Everything a point's calls need; the timed loop only touches the call and a counter. */
+struct run_state {
+    struct arena *a;
+    const struct point *pt;
+    struct call call;
+    size_t send_bytes, recv_bytes, rbuf_off, stride, nsets, cursor;
+    int rotate, seq, sparse;
+};
+
+static size_t set_bytes(const struct coll *c, int nranks, size_t n, size_t *rbuf_off)
+{
+    *rbuf_off = round_up(coll_blocks(c->send, nranks) * n, 64);
+    return *rbuf_off + round_up(coll_blocks(c->recv, nranks) * n, 64);
+}
+
+static size_t largest_set(const struct options *o, int nranks)
+{
+    size_t nmax = 8, best = 64, off;
+    for (int i = 0; i < o->nsizes; i++) nmax = o->sizes[i] > nmax ? o->sizes[i] : nmax;
+    for (int i = 0; i < coll_count(); i++) {
+        size_t b = set_bytes(coll_at(i), nranks, nmax, &off);
+        if ((o->colls >> i & 1) && b > best) best = b;
+    }
+    return best;
+}
+
+struct arena *arena_create(const struct options *o, int nranks)
+{
+    struct arena *a = calloc(1, sizeof *a);
+    size_t set = largest_set(o, nranks);
+    a->pool = o->off_cache ? 2 * llc_bytes() : 0;
+    a->bytes = o->off_cache ? a->pool + 2 * set : set;
+    a->base = xalloc_touched(a->bytes);
+    a->shadow = o->check ? xalloc_touched(set) : NULL;
+    a->nranks = nranks;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &a->rank);
+    a->counts = calloc((size_t)nranks, sizeof(int));
+    a->displs = calloc((size_t)nranks, sizeof(int));
+    a->bdispls = calloc((size_t)nranks, sizeof(int));
+    a->types = calloc((size_t)nranks, sizeof(MPI_Datatype));
+    return a;
+}
+
+void arena_destroy(struct arena *a)
+{
+    if (!a) return;
+    free(a->base);
+    free(a->shadow);
+    free(a->counts);
+    free(a->displs);
+    free(a->bdispls);
+    free(a->types);
+    free(a);
+}
+
+static int root_of(int pattern, int nranks, int seq)
+{
+    return pattern == ROOT_LAST ? nranks - 1 : pattern == ROOT_ROTATE ? seq % nranks : 0;
+}
+
+static void use_set(struct run_state *st, size_t set)
+{
+    st->call.sbuf = st->a->base + set * st->stride;
+    st->call.rbuf = (char *)st->call.sbuf + st->rbuf_off;
+}
+
+static inline void next_call(struct run_state *st)
+{
+    if (st->rotate) st->call.root = st->seq++ % st->a->nranks;
+    if (st->nsets > 1) use_set(st, st->cursor++ * SET_HOP % st->nsets);
+}
+
+static size_t pool_sets(const struct arena *a, size_t stride)
+{
+    if (!a->pool) return 1;
+    size_t n = a->pool / stride;
+    if (n < 2) n = 2;
+    return n % SET_HOP ? n : n - 1; /* the hop must be coprime to the set count */
+}
+
+static void setup_vectors(struct arena *a, const struct point *pt)
+{
+    for (int i = 0; i < a->nranks; i++) {
+        a->counts[i] = pt->count;
+        a->displs[i] = i * pt->count;
+        a->bdispls[i] = (int)((size_t)i * pt->bytes);
+        a->types[i] = pt->dt->type;
+    }
+}
+
+static void fill_send(struct run_state *st, char *sbuf, unsigned seed)
+{
+    size_t count = st->send_bytes / st->pt->dt->size;
+    st->pt->dt->fill(sbuf, count, seed + 13u * (unsigned)st->a->rank, st->sparse);
+}
+
+static void state_init(struct run_state *st, struct arena *a, const struct point *pt,
+                       const struct options *o)
+{
+    const struct coll *c = pt->coll;
+    memset(st, 0, sizeof *st);
+    st->a = a;
+    st->pt = pt;
+    setup_vectors(a, pt);
+    st->call = (struct call){.count = pt->count, .type = pt->dt->type, .op = o->op->op,
+                             .root = root_of(pt->root_pattern, a->nranks, 0),
+                             .comm = MPI_COMM_WORLD, .counts = a->counts, .displs = a->displs,
+                             .bdispls = a->bdispls, .types = a->types};
+    st->stride = set_bytes(c, a->nranks, pt->bytes, &st->rbuf_off);
+    st->send_bytes = coll_blocks(c->send, a->nranks) * pt->bytes;
+    st->recv_bytes = coll_blocks(c->recv, a->nranks) * pt->bytes;
+    st->nsets = pool_sets(a, st->stride);
+    st->rotate = pt->root_pattern == ROOT_ROTATE;
+    st->sparse = o->op->kind == OP_PROD;
+    use_set(st, 0);
+    for (size_t s = 0; s < st->nsets; s++) fill_send(st, a->base + s * st->stride, (unsigned)s);
+}
+
+static void call_once(struct run_state *st, enum variant v)
+{
+    if (st->pt->coll->run(coll_api(v), &st->call) != MPI_SUCCESS) {
+        fprintf(stderr, "nodecoll-bench: %s %s failed\n", variant_name(v), st->pt->coll->name);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+}
+
+/* Seconds for k calls on this rank.  Both variants of a round see the same input values
+ * and the same sequence of roots; contents change from round to round. */
+static double timed_block(struct run_state *st, enum variant v, int k, int round)
+{
+    if (st->nsets == 1) fill_send(st, st->call.sbuf, (unsigned)round * 7u);
+    st->seq = round * k;
+    PMPI_Barrier(st->call.comm);
+    double t0 = now_s();
+    for (int j = 0; j < k; j++) {
+        next_call(st);
+        call_once(st, v);
+    }
+    return now_s() - t0;
+}
+
+/* Per-call seconds of each variant's first call, maximum over ranks.  First calls pay for
+ * setup (segments, page faults) and are kept out of the results. */
+static void first_calls(struct run_state *st, double first[VAR_COUNT])
+{
+    for (int v = 0; v < VAR_COUNT; v++) first[v] = timed_block(st, (enum variant)v, 1, v);
+    PMPI_Allreduce(MPI_IN_PLACE, first, VAR_COUNT, MPI_DOUBLE, MPI_MAX, st->call.comm);
+}
+
+/* Warm-up is capped at a fifth of the budget: at 16 MiB five calls can take seconds. */
+static void warm_up(struct run_state *st, const struct options *o, const double first[VAR_COUNT])
+{
+    double fits = 0.2 * o->time_budget / dmax(first[0] + first[1], 1e-9);
+    int calls = (int)dmin(o->warmup, dmax(1, fits));
+    for (int i = 0; i < calls; i++)
+        for (int v = 0; v < VAR_COUNT; v++) timed_block(st, (enum variant)v, 1, i);
+}
+
+/* k and the number of rounds, the same on every rank (they are derived from maxima taken
+ * over ranks).  Each variant's cost is its best of a few short blocks, so one preemption
+ * during calibration does not shrink the point to the minimum number of rounds; calls long
+ * enough to be timed alone get one block.  k comes from the faster variant so that its
+ * rounds reach the target too. */
+static void plan(struct run_state *st, const struct options *o, double t_start,
+                 const double first[VAR_COUNT], int *k, int *rounds)
+{
+    double t[4] = {1e30, 1e30, 0, 0};
+    int blocks = dmin(first[0], first[1]) > 100 * ROUND_TARGET_S ? 1 : CALIBRATION_BLOCKS;
+    for (int i = 0; i < blocks; i++)
+        for (int v = 0; v < VAR_COUNT; v++)
+            t[v] = dmin(t[v], timed_block(st, (enum variant)v, CALIBRATION_CALLS, i) / CALIBRATION_CALLS);
+    double t0 = now_s();
+    PMPI_Barrier(st->call.comm);
+    t[2] = now_s() - t0;
+    t[3] = now_s() - t_start;
+    PMPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, st->call.comm);
+    double fastest = dmax(dmin(t[0], t[1]), 1e-9);
+    *k = (int)dmin(ceil_pos(ROUND_TARGET_S / fastest), K_MAX);
+    double round_s = *k * (t[0] + t[1]) + 2 * t[2] + (o->check ? 2 * (t[0] + t[1]) : 0);
+    double left = o->time_budget - t[3], fit = left > 0 ? left / round_s : 0;
+    *rounds = (int)dmax(MIN_ROUNDS, dmin(o->iters, fit));
+}
+
+/* The slowest/fastest/median rank of each round, then medians over rounds. */
+static void summarize(const double *all, int nranks, int rounds, int k, enum variant v,
+                      struct sample *out)
+{
+    double *mx = malloc(sizeof(double) * (size_t)rounds * 3), *mn = mx + rounds,
+           *md = mn + rounds, *rank_t = malloc(sizeof(double) * (size_t)nranks);
+    for (int r = 0; r < rounds; r++) {
+        for (int p = 0; p < nranks; p++)
+            rank_t[p] = all[(size_t)p * VAR_COUNT * rounds + (size_t)v * rounds + r] * 1e6 / k;
+        md[r] = median_of(rank_t, nranks); /* sorts rank_t */
+        mn[r] = rank_t[0];
+        mx[r] = rank_t[nranks - 1];
+    }
+    out->min = median_of(mn, rounds);
+    out->med = median_of(md, rounds);
+    out->max = median_of(mx, rounds);
+    out->q1 = mx[(rounds - 1) / 4];
+    out->q3 = mx[3 * (rounds - 1) / 4];
+    free(mx);
+    free(rank_t);
+}
+
+static void gather_times(struct run_state *st, const double *mine, int rounds, int k,
+                         struct result *res)
+{
+    int n = VAR_COUNT * rounds;
+    double *all = st->a->rank == 0 ? malloc(sizeof(double) * (size_t)n * st->a->nranks) : NULL;
+    PMPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, st->call.comm);
+    if (all)
+        for (int v = 0; v < VAR_COUNT; v++)
+            summarize(all, st->a->nranks, rounds, k, (enum variant)v, &res->t[v]);
+    free(all);
+}
+
+/* ---- --check ---------------------------------------------------------------------------- */
+
+static int compares_here(const struct run_state *st)
+{
+    switch (st->pt->coll->out) {
+    case OUT_ALL: return 1;
+    case OUT_ROOT: return st->a->rank == st->call.root;
+    case OUT_NOT_FIRST: return st->a->rank != 0;
+    default: return 0;
+    }
+}
+
+static char *output_of(const struct run_state *st, size_t *bytes)
+{
+    int in_send = (st->pt->coll->flags & COLL_OUT_SEND) != 0;
+    *bytes = in_send ? st->send_bytes : st->recv_bytes;
+    return in_send ? st->call.sbuf : st->call.rbuf;
+}
+
+/* Fresh inputs, and poison where the result will land, so that a call which writes
+ * nothing cannot pass by leaving the previous variant's result in place. */
+static void prepare_check(struct run_state *st, unsigned seed)
+{
+    size_t bytes;
+    fill_send(st, st->call.sbuf, seed);
+    char *out = output_of(st, &bytes);
+    if (out != st->call.sbuf || st->a->rank != st->call.root) memset(out, POISON, bytes);
+}
+
+static void report_mismatch(const struct run_state *st, const char *got, const char *want,
+                            size_t bytes)
+{
+    size_t i = 0;
+    while (i < bytes && got[i] == want[i]) i++;
+    char sz[32];
+    format_bytes(sz, sizeof sz, st->pt->bytes);
+    fprintf(stderr,
+            "nodecoll-bench: CHECK FAILED %s %s %s root=%d rank %d: byte %zu of %zu is 0x%02x, "
+            "host MPI gives 0x%02x\n",
+            st->pt->coll->name, st->pt->dt->name, sz, st->call.root, st->a->rank, i, bytes,
+            (unsigned char)got[i], (unsigned char)want[i]);
+}
+
+/* Returns 1 when this rank's nodecoll result differs from the host's. */
+static int check_round(struct run_state *st, int round)
+{
+    size_t bytes;
+    unsigned seed = 1000u + (unsigned)round;
+    use_set(st, 0);
+    st->call.root = root_of(st->pt->root_pattern, st->a->nranks, round);
+    prepare_check(st, seed);
+    call_once(st, VAR_NODECOLL);
+    char *out = output_of(st, &bytes);
+    memcpy(st->a->shadow, out, bytes);
+    prepare_check(st, seed);
+    call_once(st, VAR_HOST);
+    if (!compares_here(st) || !memcmp(st->a->shadow, out, bytes)) return 0;
+    report_mismatch(st, st->a->shadow, out, bytes);
+    return 1;
+}
+
+static void restore_root(struct run_state *st)
+{
+    st->call.root = root_of(st->pt->root_pattern, st->a->nranks, 0);
+}
+
+/* ---- one point ---------------------------------------------------------------------------- */
+
+void measure_point(struct arena *a, const struct options *o, const struct point *pt,
+                   struct result *res)
+{
+    struct run_state st;
+    double t_start = now_s();
+    memset(res, 0, sizeof *res);
+    res->pt = *pt;
+    res->check = o->check ? 0 : -1;
+    state_init(&st, a, pt, o);
+    struct stats_snap *before = stats_snapshot();
+    double first[VAR_COUNT];
+    first_calls(&st, first);
+    warm_up(&st, o, first);
+    plan(&st, o, t_start, first, &res->k, &res->rounds);
+
+    double *mine = malloc(sizeof(double) * VAR_COUNT * (size_t)res->rounds);
+    int bad = 0;
+    for (int r = 0; r < res->rounds; r++) {
+        for (int v = 0; v < VAR_COUNT; v++)
+            mine[v * res->rounds + r] = timed_block(&st, (enum variant)v, res->k, r);
+        if (o->check && !bad) {
+            bad = check_round(&st, r);
+            restore_root(&st);
+        }
+    }
+    gather_times(&st, mine, res->rounds, res->k, res);
+    free(mine);
+    stats_moved(before, pt->coll->name, res->algs, sizeof res->algs);
+    if (o->check) PMPI_Allreduce(&bad, &res->check, 1, MPI_INT, MPI_SUM, st.call.comm);
+}
+
+/* Block displacements are ints in MPI; a point whose buffers they cannot address is
+ * skipped rather than silently wrapped. */
+int point_fits(const struct point *pt, int nranks)
+{
+    return (size_t)nranks * pt->bytes <= INT_MAX;
+}
