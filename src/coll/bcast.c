@@ -1,6 +1,6 @@
 /* MPI_Bcast on shared memory (seed 000): a fan-out tree of tunable radix, pipelined in
- * fragments.  "shm" moves each fragment through the rings: a parent copies it into its
- * own ring and its children copy it out.  "cma" lets each child read the fragment straight
+ * fragments.  "shm" moves each fragment through shared memory: a parent copies it into its
+ * own ring (or, for a message of a few dozen bytes, into a flag) and its children copy it out.  "cma" lets each child read the fragment straight
  * from its parent's user buffer (one copy in all).  Across nodes the root's node goes
  * first, then the leaders over the bridge, then every other node from its leader. */
 #include <string.h>
@@ -27,44 +27,70 @@ static tree_pos tree_position(const nc_node *n, int root, int radix)
     return t;
 }
 
+/* Waits until every child has posted cons >= frag_end.  What a child posted before is
+ * remembered, so the remote line is read again only when the old value is not enough. */
 static void wait_children_done(nc_node *n, const tree_pos *t, uint64_t frag_end)
 {
-    for (int i = 0; i < t->children; i++)
-        nc_wait_ge(&nc_node_ctl(n, tree_node_rank(n, t, t->first_child + i))->cons, frag_end, &n->wait);
+    for (int i = 0; i < t->children; i++) {
+        int child = tree_node_rank(n, t, t->first_child + i);
+        if (n->cons_seen[child] >= frag_end) continue;
+        const nc_flag *cons = &nc_node_ctl(n, child)->cons;
+        nc_wait_ge(cons, frag_end, &n->wait);
+        n->cons_seen[child] = nc_flag_read(cons);
+    }
 }
 
-/* My ring slot for fragment g may still be read by the children of the call that last
- * filled it (a different root gives different children); wait for exactly those. */
-static char *claim_ring_slot(nc_node *n, const tree_pos *t, uint64_t g)
+/* Where fragment g of a rank lives: inside one of its inline flags when the whole message
+ * fits there (signal and data arrive in one cache-line transfer), else in its ring, announced
+ * by its pub flag. */
+typedef struct frag_place {
+    int in_flag;
+} frag_place;
+
+static nc_flag *frag_signal(const nc_node *n, frag_place p, int rank, uint64_t g)
 {
-    nc_slot_use *use = &n->slot_use[g % (uint64_t)n->layout.nseg];
+    nc_rank_ctl *ctl = nc_node_ctl(n, rank);
+    return p.in_flag ? &ctl->inline_frags[g % NC_INLINE_SLOTS] : &ctl->pub;
+}
+
+static char *frag_data(const nc_node *n, frag_place p, int rank, uint64_t g)
+{
+    return p.in_flag ? (char *)nc_node_ctl(n, rank)->inline_frags[g % NC_INLINE_SLOTS].data
+                     : nc_node_ring(n, rank, g);
+}
+
+/* My slot for fragment g may still be read by the children of the call that last filled it
+ * (a different root gives different children); wait for exactly those. */
+static char *claim_slot(nc_node *n, frag_place p, const tree_pos *t, uint64_t g)
+{
+    nc_slot_use *use = p.in_flag ? &n->inline_use[g % NC_INLINE_SLOTS] : &n->slot_use[g % (uint64_t)n->layout.nseg];
     if (use->frag_end) {
         tree_pos before = tree_position(n, use->root, use->radix);
         wait_children_done(n, &before, use->frag_end);
     }
     *use = (nc_slot_use){g + 1, t->root, t->radix};
-    return nc_node_ring(n, n->rank, g);
+    return frag_data(n, p, n->rank, g);
 }
 
-static void bcast_through_rings(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0)
+static void bcast_through_shm(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0)
 {
+    frag_place place = {bytes <= NC_INLINE_MAX};
     size_t chunk = n->layout.seg_size;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    const nc_rank_ctl *parent = t->vrank ? nc_node_ctl(n, t->parent) : NULL;
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
         const char *src = buf + off;
-        if (parent) {
-            nc_wait_ge(&parent->pub, g + 1, &n->wait);
-            src = nc_node_ring(n, t->parent, g);
+        if (t->vrank) {
+            nc_wait_ge(frag_signal(n, place, t->parent, g), g + 1, &n->wait);
+            src = frag_data(n, place, t->parent, g);
         }
         if (t->children) {
-            char *slot = claim_ring_slot(n, t, g);
+            char *slot = claim_slot(n, place, t, g);
             memcpy(slot, src, len);
-            nc_flag_post(&me->pub, g + 1);
+            nc_flag_post(frag_signal(n, place, n->rank, g), g + 1);
             src = slot;
         }
-        if (parent) memcpy(buf + off, src, len);
+        if (t->vrank) memcpy(buf + off, src, len);
         nc_flag_post(&me->cons, g + 1);
     }
 }
@@ -109,7 +135,7 @@ static void node_bcast(nc_comm *c, char *buf, size_t bytes, int root)
     if (alg == NC_ALG_CMA)
         bcast_single_copy(n, &t, buf, bytes, chunk, g0, nfrag);
     else
-        bcast_through_rings(n, &t, buf, bytes, g0);
+        bcast_through_shm(n, &t, buf, bytes, g0);
     nc_stats_count(NC_COLL_BCAST, alg, bytes);
 }
 

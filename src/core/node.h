@@ -26,7 +26,9 @@ typedef struct nc_node {
     pid_t *pids;        /* per node rank, for single-copy reads */
     uint64_t sync_seq;  /* barriers and fan-in/fan-out signals */
     uint64_t frag;      /* pipeline fragments, summed over all calls */
-    nc_slot_use *slot_use;
+    nc_slot_use *slot_use;                 /* per ring segment */
+    nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
+    uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
 } nc_node;
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)

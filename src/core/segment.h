@@ -4,8 +4,8 @@
  *   | header page | rank 0: control page | ring       | rank 1: control page | ring       |...
  *   +-------------+----------------------------------+----------------------------------+---
  *
- * A rank's control page holds its flags (one 128-byte line each); its ring holds `nseg`
- * pipeline segments of `seg_size` bytes.  Each rank writes only its own control page and
+ * A rank's control page holds its flags (one 128-byte line pair each, small fragments
+ * inline); its ring holds `nseg` pipeline segments of `seg_size` bytes.  Each rank writes only its own control page and
  * ring, reserves (fallocate) and first-touches them itself so the pages live on its NUMA
  * node, and reads everybody's. */
 #ifndef NC_SEGMENT_H
@@ -18,6 +18,9 @@
 #include "wait.h"
 
 #define NC_SEGMENT_NAME_MAX 64
+/* Small messages travel inside flags: a few of them so a slot is reused only every few calls. */
+#define NC_INLINE_SLOTS 8
+#define NC_INLINE_MAX (sizeof(((nc_flag *)0)->data))
 
 typedef struct nc_rank_ctl {
     nc_flag fanin;  /* fan-in signals: the sync sequence this rank has reached */
@@ -26,6 +29,7 @@ typedef struct nc_rank_ctl {
     nc_flag pub;    /* pipeline fragments published (aux[0]: user buffer for single-copy reads) */
     nc_flag cons;   /* pipeline fragments this rank is done with */
     nc_flag info;   /* written once at setup: aux[0] pid, aux[1] address of a probe word */
+    nc_flag inline_frags[NC_INLINE_SLOTS]; /* fragments small enough to ride in the flag */
 } nc_rank_ctl;
 
 typedef struct nc_layout {

@@ -14,9 +14,14 @@
  * flag on the paired line would still be falsely shared. */
 #define NC_FLAG_BYTES 128
 
+/* A flag and what it announces share its lines, so a small payload reaches the reader in
+ * the same cache-line transfer as the signal. */
 typedef struct nc_flag {
     _Alignas(NC_FLAG_BYTES) _Atomic uint64_t seq;
-    _Atomic uint64_t aux[3]; /* payload published with seq (written before it) */
+    union { /* written before seq is posted, read after it is seen */
+        _Atomic uint64_t aux[3];
+        unsigned char data[NC_FLAG_BYTES - sizeof(uint64_t)];
+    };
 } nc_flag;
 
 typedef struct nc_wait_policy {

@@ -55,13 +55,47 @@ static int is_dense_named(MPI_Datatype type, int combiner, int size)
     return lb == 0 && extent == size;
 }
 
+/* The last few predefined types this thread used.  Only predefined handles are kept: they
+ * are never freed, so a handle seen here cannot have been reused for another type. */
+typedef struct named_type {
+    MPI_Datatype type;
+    int size, dense, valid;
+} named_type;
+#define NC_RECENT_TYPES 4
+static _Thread_local named_type recent_types[NC_RECENT_TYPES];
+static _Thread_local unsigned recent_next;
+
+static const named_type *recent_named(MPI_Datatype type)
+{
+    for (int i = 0; i < NC_RECENT_TYPES; i++)
+        if (recent_types[i].valid && recent_types[i].type == type) return &recent_types[i];
+    return NULL;
+}
+
+/* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
+static int describe_type(MPI_Datatype type, int *size, int *dense)
+{
+    const named_type *known = recent_named(type);
+    if (known) {
+        *size = known->size;
+        *dense = known->dense;
+        return 0;
+    }
+    int combiner = type == MPI_DATATYPE_NULL ? -1 : combiner_of(type);
+    if (combiner < 0 || !is_committed(type, combiner)) return 1;
+    if (PMPI_Type_size(type, size) != MPI_SUCCESS) return 1;
+    *dense = is_dense_named(type, combiner, *size);
+    if (combiner == MPI_COMBINER_NAMED)
+        recent_types[recent_next++ % NC_RECENT_TYPES] = (named_type){type, *size, *dense, 1};
+    return 0;
+}
+
 int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
 {
-    int size, combiner = type == MPI_DATATYPE_NULL ? -1 : combiner_of(type);
-    if (combiner < 0 || count < 0 || !is_committed(type, combiner)) return 1;
-    if (PMPI_Type_size(type, &size) != MPI_SUCCESS) return 1;
+    int size, dense;
+    if (count < 0 || describe_type(type, &size, &dense)) return 1;
     *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
-    if (is_dense_named(type, combiner, size) || !b->bytes) {
+    if (dense || !b->bytes) {
         /* A predefined type with a null buffer is the host's error to report. */
         return b->bytes && !buf;
     }

@@ -182,7 +182,8 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
     n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
     n->pids = calloc((size_t)n->size, sizeof *n->pids);
     n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
-    if (!n->pids || !n->slot_use) nc_fatal("out of memory for node state");
+    n->cons_seen = calloc((size_t)n->size, sizeof *n->cons_seen);
+    if (!n->pids || !n->slot_use || !n->cons_seen) nc_fatal("out of memory for node state");
     int cma_ok = 0;
     if (c->cfg.cma != NC_CMA_OFF) {
         nc_cma_allow_readers();
@@ -229,10 +230,12 @@ static void release_resources(nc_mpi_comm *s)
     if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
     free(n->pids);
     free(n->slot_use);
+    free(n->cons_seen);
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     n->pids = NULL;
     n->slot_use = NULL;
+    n->cons_seen = NULL;
     s->coll.node_of = s->coll.node_rank_of = NULL;
 }
 
