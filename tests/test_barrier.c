@@ -17,7 +17,7 @@ static int out_of_time(MPI_Comm comm, double start)
 {
     double elapsed = MPI_Wtime() - start, longest;
     PMPI_Allreduce(&elapsed, &longest, 1, MPI_DOUBLE, MPI_MAX, comm);
-    return longest > 3.0;
+    return longest > 1.5;
 }
 
 static void check_barrier(MPI_Comm comm, const char *name, int rounds)
