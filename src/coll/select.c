@@ -17,7 +17,6 @@ typedef struct nc_rule {
 } nc_rule;
 
 static const nc_rule rules[] = {
-    {NC_COLL_BARRIER, NC_ALG_FLAT, NC_SETTING(barrier_flat_max), NC_NO_SETTING, 0},
     {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_NO_SETTING, NC_NO_SETTING, 0},
     {NC_COLL_BCAST, NC_ALG_CMA, NC_NO_SETTING, NC_SETTING(bcast_cma_min), 1},
     {NC_COLL_BCAST, NC_ALG_SHM, NC_NO_SETTING, NC_NO_SETTING, 0},

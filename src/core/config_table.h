@@ -21,20 +21,20 @@
   X(node_map,            ENUM, 0,        0, 1,        "block|cyclic", \
     "How ranks of a real node are dealt to emulated nodes: consecutive runs (block) or round-robin (cyclic).") \
   X(barrier_alg,         ENUM, 0,        0, 3,        "auto|flat|tree|dissemination", \
-    "Barrier algorithm on a node: flat check-in/check-out, fan-in/fan-out tree, n-ary dissemination.") \
-  X(barrier_fanin,       INT,  4,        1, 1024,     NULL, \
+    "Barrier algorithm on a node: flat check-in/check-out, fan-in/fan-out tree, n-ary dissemination " \
+    "(auto: dissemination on one node; across nodes the node steps are a fan-in/fan-out tree).") \
+  X(barrier_fanin,       INT,  8,        1, 1024,     NULL, \
     "Fan-in radix of the tree barrier.") \
-  X(barrier_fanout,      INT,  4,        1, 1024,     NULL, \
+  X(barrier_fanout,      INT,  8,        1, 1024,     NULL, \
     "Fan-out radix of the tree barrier.") \
-  X(barrier_radix,       INT,  2,        2, 64,       NULL, \
-    "Radix n of the dissemination barrier (ceil(log_n P) steps, n-1 flags read per step).") \
-  X(barrier_flat_max,    INT,  8,        1, 1048576,  NULL, \
-    "auto uses flat check-in/check-out up to this many ranks per node, dissemination above.") \
+  X(barrier_radix,       INT,  0,        0, 1024,     NULL, \
+    "Radix n of the dissemination barrier (ceil(log_n P) steps, n-1 flags read per step); " \
+    "0: P itself up to 16 ranks per node (one step), 6 above.") \
   X(bcast_alg,           ENUM, 0,        0, 2,        "auto|shm|cma", \
     "Bcast algorithm on a node: fan-out tree through shared-memory segments, or single-copy reads (CMA).") \
   X(bcast_radix,         INT,  8,        1, 1024,     NULL, \
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
-  X(bcast_cma_min,       SIZE, 65536,    0, 1099511627776, NULL, \
+  X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
   X(segment_size,        SIZE, 32768,    4096, 67108864, NULL, \
     "Bytes per pipeline segment in a rank's shared-memory ring (rounded up to a page).") \
@@ -47,7 +47,7 @@
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \
     "Most shared memory this process maps for nodecoll segments; a communicator that would exceed it uses the host MPI.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
-    "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 32 when oversubscribed).") \
+    "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
     "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
   X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \

@@ -23,7 +23,7 @@ void nc_wait_slow(const nc_flag *f, uint64_t target, const nc_wait_policy *p)
 nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_us, int oversubscribed)
 {
     nc_wait_policy p;
-    p.spin = spin >= 0 ? (int)spin : (oversubscribed ? 32 : 4000);
+    p.spin = spin >= 0 ? (int)spin : (oversubscribed ? 0 : 4000);
     p.yields = (int)yields;
     p.sleep_us = (int)sleep_us;
     return p;
