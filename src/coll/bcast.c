@@ -95,29 +95,70 @@ static void bcast_through_shm(nc_node *n, const tree_pos *t, char *buf, size_t b
     }
 }
 
-static void cma_read_or_die(const nc_node *n, int peer, const char *remote, char *local, size_t len)
+static void cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write)
 {
-    int err = nc_cma_read(n->pids[peer], remote, local, len);
-    if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", peer, err);
+    int err = write ? nc_cma_write(n->pids[peer], remote, local, len)
+                    : nc_cma_read(n->pids[peer], remote, local, len);
+    if (err) nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe",
+                      write ? "write to" : "read from", peer, err);
+}
+
+static char *published_buffer(const nc_flag *f)
+{
+    return (char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+}
+
+/* Single copy, pulled: each child reads fragments from its parent's user buffer as the
+ * parent announces them, and announces them in turn from its own buffer. */
+static void pull_from_parent(nc_node *n, const tree_pos *t, char *buf, size_t bytes, size_t chunk, uint64_t g0)
+{
+    const nc_rank_ctl *parent = nc_node_ctl(n, t->parent);
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        nc_wait_ge(&parent->pub, g + 1, &n->wait);
+        cma_or_die(n, t->parent, published_buffer(&parent->pub) + off, buf + off, len, 0);
+        if (t->children) nc_flag_post(&me->pub, g + 1);
+    }
+}
+
+/* With push, the root also writes the tail [cut, bytes) of every child's buffer while the
+ * children pull the head: the copying is shared by all ranks instead of left to the
+ * receivers.  Each of c children gets 1/(c+1) of the message from the root, which then
+ * copies as much in total as each child does. */
+static size_t push_cut(size_t bytes, int children)
+{
+    size_t cut = bytes - bytes / (size_t)(children + 1);
+    return cut & ~(size_t)4095; /* whole pages for the kernel's copy */
+}
+
+static void root_push(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0, uint64_t g_end)
+{
+    size_t cut = push_cut(bytes, t->children);
+    for (int i = 0; i < t->children; i++) {
+        int child = tree_node_rank(n, t, t->first_child + i);
+        const nc_rank_ctl *ctl = nc_node_ctl(n, child);
+        nc_wait_ge(&ctl->ready, g0 + 1, &n->wait);
+        cma_or_die(n, child, published_buffer(&ctl->ready) + cut, buf + cut, bytes - cut, 1);
+    }
+    nc_flag_post(&nc_node_ctl(n, n->rank)->push, g_end);
 }
 
 static void bcast_single_copy(nc_node *n, const tree_pos *t, char *buf, size_t bytes, size_t chunk,
-                              uint64_t g0, uint64_t nfrag)
+                              uint64_t g0, uint64_t nfrag, int push)
 {
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
     if (!t->vrank) {
-        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
         nc_flag_post(&me->pub, g0 + nfrag);
+        if (push) root_push(n, t, buf, bytes, g0, g0 + nfrag);
+    } else if (push) {
+        atomic_store_explicit(&me->ready.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+        nc_flag_post(&me->ready, g0 + 1);
+        pull_from_parent(n, t, buf, push_cut(bytes, n->size - 1), chunk, g0);
+        nc_wait_ge(&nc_node_ctl(n, t->parent)->push, g0 + nfrag, &n->wait);
     } else {
-        const nc_rank_ctl *parent = nc_node_ctl(n, t->parent);
-        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
-        for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
-            size_t len = bytes - off < chunk ? bytes - off : chunk;
-            nc_wait_ge(&parent->pub, g + 1, &n->wait);
-            const char *remote = (const char *)(uintptr_t)atomic_load_explicit(&parent->pub.aux[0], memory_order_relaxed);
-            cma_read_or_die(n, t->parent, remote + off, buf + off, len);
-            if (t->children) nc_flag_post(&me->pub, g + 1);
-        }
+        pull_from_parent(n, t, buf, bytes, chunk, g0);
     }
     /* Children read my user buffer: it must stay untouched until they are done. */
     wait_children_done(n, t, g0 + nfrag);
@@ -132,8 +173,10 @@ static void node_bcast(nc_comm *c, char *buf, size_t bytes, int root)
     size_t chunk = alg == NC_ALG_CMA ? (size_t)c->cfg.cma_chunk : n->layout.seg_size;
     uint64_t nfrag = (bytes + chunk - 1) / chunk, g0 = n->frag;
     n->frag += nfrag;
+    /* Push needs every non-root to be a direct child of the root (no forwarding). */
+    int push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && c->cfg.bcast_radix >= n->size - 1;
     if (alg == NC_ALG_CMA)
-        bcast_single_copy(n, &t, buf, bytes, chunk, g0, nfrag);
+        bcast_single_copy(n, &t, buf, bytes, chunk, g0, nfrag, push);
     else
         bcast_through_shm(n, &t, buf, bytes, g0);
     nc_stats_count(NC_COLL_BCAST, alg, bytes);

@@ -1,6 +1,7 @@
 #include "cma.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
@@ -11,21 +12,33 @@ void nc_cma_allow_readers(void)
 #endif
 }
 
-int nc_cma_read(pid_t pid, const void *remote, void *local, size_t len)
+typedef ssize_t (*cma_fn)(pid_t, const struct iovec *, unsigned long, const struct iovec *,
+                          unsigned long, unsigned long);
+
+/* Both directions: the kernel may copy less than asked, so continue where it stopped. */
+static int transfer(cma_fn fn, pid_t pid, char *local, char *remote, size_t len)
 {
-    char *dst = local;
-    const char *src = remote;
     while (len) {
-        struct iovec l = {dst, len}, r = {(void *)src, len};
-        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        struct iovec l = {local, len}, r = {remote, len};
+        ssize_t n = fn(pid, &l, 1, &r, 1, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
             return errno;
         }
         if (n == 0) return EFAULT;
-        dst += n;
-        src += n;
+        local += n;
+        remote += n;
         len -= (size_t)n;
     }
     return 0;
+}
+
+int nc_cma_read(pid_t pid, const void *remote, void *local, size_t len)
+{
+    return transfer(process_vm_readv, pid, local, (char *)(uintptr_t)remote, len);
+}
+
+int nc_cma_write(pid_t pid, void *remote, const void *local, size_t len)
+{
+    return transfer(process_vm_writev, pid, (char *)(uintptr_t)local, remote, len);
 }

@@ -10,5 +10,7 @@ void nc_cma_allow_readers(void);
 
 /* Copies len bytes from `remote` in process pid into `local`; returns 0 or an errno. */
 int nc_cma_read(pid_t pid, const void *remote, void *local, size_t len);
+/* Copies len bytes from `local` to `remote` in process pid; returns 0 or an errno. */
+int nc_cma_write(pid_t pid, void *remote, const void *local, size_t len);
 
 #endif

@@ -42,6 +42,9 @@
     "Segments in each rank's ring; at least 2 so one can be refilled while another is read.") \
   X(cma_chunk,           SIZE, 1048576,  4096, 1099511627776, NULL, \
     "Bytes per single-copy read step (children of a tree start reading before the parent finished).") \
+  X(cma_push_min,        SIZE, 65536,    0, 1099511627776, NULL, \
+    "From this size up a single-copy Bcast whose root feeds every other rank directly also has the " \
+    "root write a share into the receivers' buffers while they read the rest (0: never).") \
   X(cma,                 ENUM, 0,        0, 1,        "auto|off", \
     "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \

@@ -28,6 +28,8 @@ typedef struct nc_rank_ctl {
     nc_flag dissem; /* dissemination barrier progress: seq * 64 + step */
     nc_flag pub;    /* pipeline fragments published (aux[0]: user buffer for single-copy reads) */
     nc_flag cons;   /* pipeline fragments this rank is done with */
+    nc_flag ready;  /* receive buffer of the call starting at fragment seq-1 is at aux[0] */
+    nc_flag push;   /* fragments this rank has written into its children's buffers */
     nc_flag info;   /* written once at setup: aux[0] pid, aux[1] address of a probe word */
     nc_flag inline_frags[NC_INLINE_SLOTS]; /* fragments small enough to ride in the flag */
 } nc_rank_ctl;
