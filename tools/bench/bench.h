@@ -135,6 +135,7 @@ struct limits {
     int cores, node_ranks, nodes, copiers;
     size_t llc;
     double rtt_ns;             /* cache-line round trip between node ranks 0 and 1 */
+    double rtt_one_line_ns;    /* the same, both ranks writing one line */
     int nsizes;
     size_t size[LIMIT_SIZES];
     /* memcpy GB/s: one core, and `copiers` cores at once (sum), data hot or cold */

@@ -26,7 +26,7 @@
 #define RTT_BATCHES 15
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
-enum { L_PINGPONG, L_ARRIVE, L_DONE, L_PARAM, L_ELAPSED /* one line per copier */ };
+enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_PARAM, L_ELAPSED /* one line per copier */ };
 
 struct line {
     _Alignas(64) _Atomic uint64_t v;
@@ -93,25 +93,23 @@ static void node_close(struct node_ctx *n)
 
 /* ---- cache-line round trip ------------------------------------------------------------ */
 
-/* Rank 0 writes an odd value, rank 1 answers with the next even one: each round trip moves
- * the line to the other core and back.  Minimum over batches: noise only adds time. */
-static double measure_rtt_ns(struct node_ctx *n)
+/* Rank 0 writes an odd value, rank 1 answers with the next even one.  On one shared line
+ * each answer also has to take the line back for writing; with a line per writer (how
+ * flag-based collectives are built) only the reads cross.  Minimum over batches: noise
+ * only adds time. */
+static double measure_rtt_ns(struct node_ctx *n, int one_line)
 {
-    _Atomic uint64_t *line = &n->l[L_PINGPONG].v;
+    _Atomic uint64_t *ping = &n->l[L_PING].v, *pong = one_line ? ping : &n->l[L_PONG].v;
+    _Atomic uint64_t *mine = n->rank == 0 ? ping : pong, *theirs = n->rank == 0 ? pong : ping;
+    uint64_t first = n->rank == 0 ? 1 : 2, wait = n->rank == 0 ? 2 : 1;
     double best = INFINITY;
-    uint64_t v = 0;
     for (int b = 0; b <= RTT_BATCHES; b++) {
         double t0 = now_s();
-        for (int i = 0; i < RTT_BATCH; i++, v += 2) {
-            if (n->rank == 0) {
-                atomic_store(line, v + 1);
-                while (atomic_load(line) != v + 2) {
-                }
-            } else {
-                while (atomic_load(line) != v + 1) {
-                }
-                atomic_store(line, v + 2);
+        for (int i = 0; i < RTT_BATCH; i++, first += 2, wait += 2) {
+            if (n->rank == 0) atomic_store(mine, first);
+            while (atomic_load(theirs) != wait) {
             }
+            if (n->rank == 1) atomic_store(mine, first);
         }
         double t = (now_s() - t0) / RTT_BATCH * 1e9;
         if (b > 0 && t < best) best = t; /* batch 0 warms up */
@@ -225,10 +223,11 @@ static void set_sizes(struct limits *l, size_t largest)
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
-    l->rtt_ns = NAN;
+    l->rtt_ns = l->rtt_one_line_ns = NAN;
     if (n->copiers >= 2 && n->rank < 2) {
-        double rtt = measure_rtt_ns(n);
-        if (n->rank == 0) l->rtt_ns = rtt;
+        double one = measure_rtt_ns(n, 1), two = measure_rtt_ns(n, 0);
+        l->rtt_one_line_ns = one;
+        l->rtt_ns = dmin(one, two);
     }
     spin_barrier(n);
     struct copier c;

@@ -42,7 +42,9 @@ static struct sweep plan_sweep(const struct options *o)
     for (int i = 0; i < coll_count(); i++) {
         const struct coll *c = coll_at(i);
         if (!(o->colls >> i & 1)) continue;
-        for (int d = 0; d < o->ndtypes; d++) {
+        /* barrier moves no data: one datatype is enough */
+        int ndtypes = c->flags & COLL_SIZELESS ? 1 : o->ndtypes;
+        for (int d = 0; d < ndtypes; d++) {
             const struct dtype *dt = o->dtypes[d] ? o->dtypes[d] : dtype_auto(c, o->op);
             if ((c->flags & COLL_REDUCES) && !op_fits(o->op, dt)) continue;
             if (!(c->flags & COLL_ROOTED)) add_sizes(&s, o, c, dt, -1);

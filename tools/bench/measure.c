@@ -18,6 +18,7 @@
 #define MIN_ROUNDS 3
 #define CALIBRATION_CALLS 2
 #define CALIBRATION_BLOCKS 3
+#define LONG_CALL_S 2e-3 /* no calibration beyond the first call */
 #define POISON 0xA5
 /* Off-cache sets are visited in steps of this prime, not in order: the hardware prefetcher
  * would otherwise pull the next set into cache while the current one is in use. */
@@ -45,7 +46,8 @@ struct run_state {
 static size_t set_bytes(const struct coll *c, int nranks, size_t n, size_t *rbuf_off)
 {
     *rbuf_off = round_up(coll_blocks(c->send, nranks) * n, 64);
-    return *rbuf_off + round_up(coll_blocks(c->recv, nranks) * n, 64);
+    size_t bytes = *rbuf_off + round_up(coll_blocks(c->recv, nranks) * n, 64);
+    return bytes ? bytes : 64; /* barrier: no data, but a set still needs a place */
 }
 
 static size_t largest_set(const struct options *o, int nranks)
@@ -182,11 +184,12 @@ static void first_calls(struct run_state *st, double first[VAR_COUNT])
     PMPI_Allreduce(MPI_IN_PLACE, first, VAR_COUNT, MPI_DOUBLE, MPI_MAX, st->call.comm);
 }
 
-/* Warm-up is capped at a fifth of the budget: at 16 MiB five calls can take seconds. */
+/* Warm-up is capped at a fifth of the budget: at 16 MiB five calls can take seconds, and
+ * the first call has warmed up already. */
 static void warm_up(struct run_state *st, const struct options *o, const double first[VAR_COUNT])
 {
     double fits = 0.2 * o->time_budget / dmax(first[0] + first[1], 1e-9);
-    int calls = (int)dmin(o->warmup, dmax(1, fits));
+    int calls = (int)dmin(o->warmup, fits);
     for (int i = 0; i < calls; i++)
         for (int v = 0; v < VAR_COUNT; v++) timed_block(st, (enum variant)v, 1, i);
 }
@@ -194,13 +197,13 @@ static void warm_up(struct run_state *st, const struct options *o, const double 
 /* k and the number of rounds, the same on every rank (they are derived from maxima taken
  * over ranks).  Each variant's cost is its best of a few short blocks, so one preemption
  * during calibration does not shrink the point to the minimum number of rounds; calls long
- * enough to be timed alone get one block.  k comes from the faster variant so that its
- * rounds reach the target too. */
+ * enough to be timed alone are estimated from their first call.  k comes from the faster
+ * variant so that its rounds reach the target too. */
 static void plan(struct run_state *st, const struct options *o, double t_start,
                  const double first[VAR_COUNT], int *k, int *rounds)
 {
-    double t[4] = {1e30, 1e30, 0, 0};
-    int blocks = dmin(first[0], first[1]) > 100 * ROUND_TARGET_S ? 1 : CALIBRATION_BLOCKS;
+    double t[4] = {first[0], first[1], 0, 0};
+    int blocks = dmin(first[0], first[1]) > LONG_CALL_S ? 0 : CALIBRATION_BLOCKS;
     for (int i = 0; i < blocks; i++)
         for (int v = 0; v < VAR_COUNT; v++)
             t[v] = dmin(t[v], timed_block(st, (enum variant)v, CALIBRATION_CALLS, i) / CALIBRATION_CALLS);
@@ -284,17 +287,18 @@ static void report_mismatch(const struct run_state *st, const char *got, const c
 {
     size_t i = 0;
     while (i < bytes && got[i] == want[i]) i++;
-    char sz[32];
+    char sz[32], root[32] = "";
     format_bytes(sz, sizeof sz, st->pt->bytes);
+    if (st->pt->coll->flags & COLL_ROOTED) snprintf(root, sizeof root, " root=%d", st->call.root);
     fprintf(stderr,
-            "nodecoll-bench: CHECK FAILED %s %s %s root=%d rank %d: byte %zu of %zu is 0x%02x, "
+            "nodecoll-bench: CHECK FAILED %s %s %s%s rank %d: byte %zu of %zu is 0x%02x, "
             "host MPI gives 0x%02x\n",
-            st->pt->coll->name, st->pt->dt->name, sz, st->call.root, st->a->rank, i, bytes,
+            st->pt->coll->name, st->pt->dt->name, sz, root, st->a->rank, i, bytes,
             (unsigned char)got[i], (unsigned char)want[i]);
 }
 
 /* Returns 1 when this rank's nodecoll result differs from the host's. */
-static int check_round(struct run_state *st, int round)
+static int check_round(struct run_state *st, int round, int tell)
 {
     size_t bytes;
     unsigned seed = 1000u + (unsigned)round;
@@ -307,7 +311,7 @@ static int check_round(struct run_state *st, int round)
     prepare_check(st, seed);
     call_once(st, VAR_HOST);
     if (!compares_here(st) || !memcmp(st->a->shadow, out, bytes)) return 0;
-    report_mismatch(st, st->a->shadow, out, bytes);
+    if (tell) report_mismatch(st, st->a->shadow, out, bytes);
     return 1;
 }
 
@@ -338,14 +342,15 @@ void measure_point(struct arena *a, const struct options *o, const struct point 
     for (int r = 0; r < res->rounds; r++) {
         for (int v = 0; v < VAR_COUNT; v++)
             mine[v * res->rounds + r] = timed_block(&st, (enum variant)v, res->k, r);
-        if (o->check && !bad) {
-            bad = check_round(&st, r);
+        if (o->check) { /* every round on every rank: the check calls are collective too */
+            bad += check_round(&st, r, bad == 0);
             restore_root(&st);
         }
     }
     gather_times(&st, mine, res->rounds, res->k, res);
     free(mine);
     stats_moved(before, pt->coll->name, res->algs, sizeof res->algs);
+    bad = bad > 0;
     if (o->check) PMPI_Allreduce(&bad, &res->check, 1, MPI_INT, MPI_SUM, st.call.comm);
 }
 

@@ -104,8 +104,8 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
 static void print_limits(FILE *out, const struct limits *l)
 {
     char sz[32];
-    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns)\n", l->rtt_ns,
-            l->rtt_ns / 2);
+    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line)\n",
+            l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns);
     fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
         format_bytes(sz, sizeof sz, l->size[i]);
@@ -180,6 +180,7 @@ static void json_limits(FILE *f, const struct limits *l)
     fputs("{", f);
     jkey(f, "valid", 1), fprintf(f, "%s", l->valid ? "true" : "false");
     jkey(f, "rtt_ns", 0), jnum(f, l->rtt_ns);
+    jkey(f, "rtt_one_line_ns", 0), jnum(f, l->rtt_one_line_ns);
     jkey(f, "copiers", 0), fprintf(f, "%d", l->copiers);
     jkey(f, "memcpy", 0), fputs("[", f);
     for (int i = 0; i < l->nsizes; i++) {

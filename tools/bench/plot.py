@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""Turn nodecoll-bench JSON files into PNG plots and a Markdown report.
+
+usage: plot.py [--out REPORT.md] [--img-dir DIR] [--command TEXT] [--seconds S] RUN.json...
+
+Each JSON file is one run (one MPI, one rank count).  Per collective one PNG: latency
+against message size (nodecoll, host MPI, lower bound) and speedup against size, one
+column per MPI.  The report embeds them with a summary table.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from collections import OrderedDict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+DPI = 80  # keeps each PNG around 50 KB: the images are committed
+RUN_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+TABLE_SIZES = [8, 64, 1024, 8192, 65536, 1 << 20, 16 << 20]
+
+
+def mpi_name(library):
+    """'Open MPI v4.1.4, package: ...' -> 'Open MPI 4.1.4'; 'MPICH Version: 4.0.2' -> 'MPICH 4.0.2'."""
+    m = re.match(r"\s*(Open MPI|MPICH|Intel\(R\) MPI|MVAPICH2?)\D*([\d.]+)", library)
+    return f"{m.group(1)} {m.group(2)}" if m else library.split(",")[0]
+
+
+def run_label(run):
+    label = f"{mpi_name(run['mpi'])} np={run['ranks']}"
+    return label + " (oversubscribed)" if run["oversubscribed"] else label
+
+
+def size_text(n):
+    for unit, shift in (("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def load(paths):
+    runs = []
+    for p in paths:
+        with open(p) as f:
+            run = json.load(f)
+        run["label"] = run_label(run)
+        run["mpi_short"] = mpi_name(run["mpi"])
+        runs.append(run)
+    return runs
+
+
+def series(run, coll):
+    """Results of one collective in one run, grouped by (dtype, root), sorted by size."""
+    groups = OrderedDict()
+    for r in run["results"]:
+        if r["coll"] == coll:
+            groups.setdefault((r["dtype"], r["root"]), []).append(r)
+    for rs in groups.values():
+        rs.sort(key=lambda r: r["bytes"])
+    return groups
+
+
+def collectives(runs):
+    seen = OrderedDict()
+    for run in runs:
+        for r in run["results"]:
+            seen[r["coll"]] = True
+    return list(seen)
+
+
+def mpi_columns(runs):
+    cols = OrderedDict()
+    for run in runs:
+        cols.setdefault(run["mpi_short"], []).append(run)
+    return cols
+
+
+def series_name(run, key, groups):
+    extra = "" if len(groups) == 1 else f" {key[0]} root={key[1]}"
+    return f"np={run['ranks']}{' oversub.' if run['oversubscribed'] else ''}{extra}"
+
+
+def plot_lines(ax_lat, ax_speed, run, color, coll):
+    groups = series(run, coll)
+    for key, rs in groups.items():
+        x = [r["bytes"] for r in rs]
+        name = series_name(run, key, groups)
+        ax_lat.plot(x, [r["nodecoll_us"]["max"] for r in rs], "o-", color=color, ms=3,
+                    label=f"nodecoll {name}")
+        ax_lat.plot(x, [r["host_us"]["max"] for r in rs], "x--", color=color, ms=3, alpha=0.7,
+                    label=f"host {name}")
+        bound = [r["bound_us"] for r in rs]
+        if all(b is not None for b in bound):
+            ax_lat.plot(x, bound, ":", color=color, lw=1, label=f"bound {name}")
+        ax_speed.plot(x, [r["speedup"] for r in rs], "o-", color=color, ms=3, label=name)
+
+
+def size_axis(ax):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: size_text(int(v))))
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot_sized(coll, runs, path):
+    cols = mpi_columns(runs)
+    fig, axes = plt.subplots(2, len(cols), figsize=(5.2 * len(cols), 6.4), squeeze=False,
+                             sharex=True)
+    for c, (mpi, col_runs) in enumerate(cols.items()):
+        ax_lat, ax_speed = axes[0][c], axes[1][c]
+        for i, run in enumerate(col_runs):
+            plot_lines(ax_lat, ax_speed, run, RUN_COLORS[i % len(RUN_COLORS)], coll)
+        ax_lat.set_yscale("log")
+        ax_lat.set_title(f"{coll} — {mpi}", fontsize=10)
+        ax_lat.set_ylabel("latency [µs]")
+        ax_lat.legend(fontsize=7, ncol=1)
+        ax_speed.axhline(1.0, color="gray", lw=1)
+        ax_speed.set_ylabel("speedup (host / nodecoll)")
+        ax_speed.set_xlabel("message size [bytes]")
+        ax_speed.legend(fontsize=7)
+        for ax in (ax_lat, ax_speed):
+            size_axis(ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def plot_sizeless(coll, runs, path):
+    """Barrier has no size: bars per run instead of lines."""
+    fig, (ax_lat, ax_speed) = plt.subplots(1, 2, figsize=(10, 3.6))
+    labels, width = [run["label"] for run in runs], 0.27
+    first = [next((r for r in run["results"] if r["coll"] == coll), None) for run in runs]
+    xs = range(len(runs))
+    for j, (what, key) in enumerate((("nodecoll", "nodecoll_us"), ("host", "host_us"))):
+        ax_lat.bar([x + (j - 1) * width for x in xs],
+                   [r[key]["max"] if r else 0 for r in first], width, label=what)
+    ax_lat.bar([x + width for x in xs], [(r["bound_us"] or 0) if r else 0 for r in first], width,
+               label="bound", color="lightgray")
+    ax_speed.bar(list(xs), [r["speedup"] if r else 0 for r in first], 0.5, color="tab:blue")
+    ax_speed.axhline(1.0, color="gray", lw=1)
+    for ax, ylabel in ((ax_lat, "latency [µs]"), (ax_speed, "speedup (host / nodecoll)")):
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=7, rotation=12)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, axis="y", alpha=0.3)
+    ax_lat.set_title(coll, fontsize=10)
+    ax_lat.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+# ---- Markdown ------------------------------------------------------------------------------
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summary_cell(rs):
+    if not rs:
+        return "–"
+    speed = [r["speedup"] for r in rs]
+    bound = [r["pct_bound"] for r in rs if r["pct_bound"] is not None]
+    text = f"**{geomean(speed):.2f}x**"
+    if len(rs) > 1:
+        text += f" ({min(speed):.2f}–{max(speed):.2f})"
+    if bound:
+        text += f", ≤{max(bound):.0f}% of bound"
+    if any(r["check"] == "failed" for r in rs):
+        text += " **CHECK FAILED**"
+    return text
+
+
+def algorithms(runs, coll):
+    names = OrderedDict()
+    for run in runs:
+        for r in run["results"]:
+            if r["coll"] == coll:
+                for a in r["algorithms"].split("+"):
+                    names[a] = True
+    return ", ".join(names) or "–"
+
+
+def results_of(run, coll):
+    return [r for r in run["results"] if r["coll"] == coll]
+
+
+def summary_table(runs, colls):
+    head = "| collective | " + " | ".join(run["label"] for run in runs) + " | nodecoll path |"
+    lines = [head, "|---" * (len(runs) + 2) + "|"]
+    for coll in colls:
+        cells = [summary_cell(results_of(run, coll)) for run in runs]
+        lines.append(f"| {coll} | " + " | ".join(cells) + f" | {algorithms(runs, coll)} |")
+    return lines
+
+
+def size_row_cell(r):
+    if not r:
+        return "–"
+    pct = "" if r["pct_bound"] is None else f", {r['pct_bound']:.0f}%"
+    return f"{r['speedup']:.2f}x ({r['nodecoll_us']['max']:.3g} / {r['host_us']['max']:.3g} µs{pct})"
+
+
+def size_table(runs, coll):
+    by_run = [{r["bytes"]: r for r in results_of(run, coll)} for run in runs]
+    sizes = sorted({b for d in by_run for b in d})
+    shown = [s for s in sizes if s in TABLE_SIZES] or sizes
+    lines = ["| size | " + " | ".join(run["label"] for run in runs) + " |",
+             "|---" * (len(runs) + 1) + "|"]
+    for s in shown:
+        lines.append(f"| {size_text(s)} | " + " | ".join(size_row_cell(d.get(s)) for d in by_run) + " |")
+    return lines
+
+
+def limits_table(runs):
+    lines = ["| run | cache-line round trip | memcpy 1 core hot / cold | "
+             f"memcpy all cores hot / cold |", "|---|---|---|---|"]
+    for run in runs:
+        lim = run["limits"]
+        rows = {m["bytes"]: m for m in lim["memcpy"]}
+
+        def at(size, key):
+            m = rows.get(size)
+            return f"{m[key]:.1f}" if m else "–"
+
+        probe = [s for s in (4096, 1 << 20, 16 << 20) if s in rows]
+        one = "; ".join(f"{size_text(s)}: {at(s, 'hot_gbs')} / {at(s, 'cold_gbs')}" for s in probe)
+        allc = "; ".join(f"{size_text(s)}: {at(s, 'hot_all_gbs')} / {at(s, 'cold_all_gbs')}"
+                         for s in probe)
+        rtt = "–" if lim["rtt_ns"] is None else f"{lim['rtt_ns']:.0f} ns"
+        lines.append(f"| {run['label']} | {rtt} | {one} | {allc} ({lim['copiers']} cores) |")
+    return lines
+
+
+def header(runs, args):
+    first = runs[0]
+    mpis = "; ".join(OrderedDict((f"{r['mpi']} (MPI {r['mpi_standard']})", 0) for r in runs))
+    settings = sorted({r["settings"] or "defaults" for r in runs})
+    lines = ["# nodecoll benchmark results", ""]
+    if args.command:
+        lines += [f"Produced by `{args.command}` on {first['date'][:10]}"
+                  + (f", in {args.seconds / 60:.1f} minutes (install, build and sweep)."
+                     if args.seconds else "."), ""]
+    lines += ["| | |", "|---|---|",
+              f"| machine | {first['cpu']}, {first['cores']} cores, "
+              f"LLC {first['llc_bytes'] >> 20} MiB |",
+              f"| MPI | {mpis} |",
+              f"| nodecoll | {first['nodecoll'] or 'not linked (A/A test: both columns are the host MPI)'}"
+              f", settings: {', '.join(settings)} |",
+              f"| buffers | {'off-cache' if first['off_cache'] else 'hot (reused)'}, op {first['op']} |",
+              ""]
+    return lines
+
+
+def report(runs, colls, images, args):
+    md_dir = os.path.dirname(os.path.abspath(args.out))
+    lines = header(runs, args)
+    lines += ["## Summary", "",
+              "Speedup is host MPI time / nodecoll time (above 1: nodecoll is faster): geometric "
+              "mean over message sizes, (lowest–highest). \"% of bound\" is the best fraction of "
+              "the physical lower bound reached (docs/benchmark.md explains the bound). Times are "
+              "per call, slowest rank, median over rounds.", ""]
+    lines += summary_table(runs, colls) + [""]
+    lines += ["## Physical limits (measured in each run)", "",
+              "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB.", ""]
+    lines += limits_table(runs) + [""]
+    lines += ["## Per collective", "",
+              "Cells: speedup (nodecoll / host µs per call, % of bound). Full data: the JSON and "
+              "CSV files next to the images.", ""]
+    for coll in colls:
+        rel = os.path.relpath(images[coll], md_dir)
+        lines += [f"### {coll}", "", f"![{coll}]({rel})", ""] + size_table(runs, coll) + [""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("runs", nargs="+", help="JSON files written by nodecoll-bench --json")
+    ap.add_argument("--out", default="results.md", help="Markdown report to write")
+    ap.add_argument("--img-dir", default=None, help="where PNGs go (default: next to --out)")
+    ap.add_argument("--command", default="", help="command line named in the report header")
+    ap.add_argument("--seconds", type=float, default=0, help="duration named in the header")
+    args = ap.parse_args(argv)
+    img_dir = args.img_dir or os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(img_dir, exist_ok=True)
+    runs = load(args.runs)
+    colls = collectives(runs)
+    images = {}
+    for coll in colls:
+        images[coll] = os.path.join(img_dir, f"{coll}.png")
+        sized = any(r["bytes"] for run in runs for r in results_of(run, coll))
+        (plot_sized if sized else plot_sizeless)(coll, runs, images[coll])
+    report(runs, colls, images, args)
+    print(f"plot.py: {args.out} and {len(images)} plots in {img_dir}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
