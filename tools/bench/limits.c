@@ -74,13 +74,17 @@ static void node_open(struct node_ctx *n, int cores)
     PMPI_Allreduce(MPI_IN_PLACE, &here, 1, MPI_INT, MPI_MAX, n->comm);
     n->is_main = here;
     n->copiers = n->size < cores ? n->size : cores;
-    MPI_Aint bytes = n->rank == 0 ? (MPI_Aint)sizeof(struct line) * (L_ELAPSED + n->copiers) : 0;
+    size_t lines = sizeof(struct line) * (size_t)(L_ELAPSED + n->copiers);
+    /* Open MPI hands out window memory 8-byte aligned: ask for a spare line and align. */
+    MPI_Aint bytes = n->rank == 0 ? (MPI_Aint)(lines + sizeof(struct line)) : 0;
     void *mine;
+    char *base;
     PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, n->comm, &mine, &n->win);
     MPI_Aint size;
     int disp;
-    PMPI_Win_shared_query(n->win, 0, &size, &disp, &n->l);
-    if (n->rank == 0) memset(n->l, 0, (size_t)bytes);
+    PMPI_Win_shared_query(n->win, 0, &size, &disp, &base);
+    n->l = (struct line *)round_up((size_t)base, sizeof(struct line));
+    if (n->rank == 0) memset(n->l, 0, lines);
     n->epoch = 0;
     PMPI_Barrier(n->comm);
 }

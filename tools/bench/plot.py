@@ -22,7 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 DPI = 80  # with the palette in save(), about 30 KB a PNG: the images are committed
-RUN_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+RUN_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+              "tab:pink", "tab:gray", "tab:olive", "tab:cyan"]
 TABLE_SIZES = [8, 64, 1024, 8192, 65536, 1 << 20, 16 << 20]
 
 
@@ -86,19 +87,22 @@ def series_name(run, key, groups):
     return f"np={run['ranks']}{' oversub.' if run['oversubscribed'] else ''}{extra}"
 
 
-def plot_lines(ax_lat, ax_speed, run, color, coll):
-    groups = series(run, coll)
-    for key, rs in groups.items():
-        x = [r["bytes"] for r in rs]
-        name = series_name(run, key, groups)
-        ax_lat.plot(x, [r["nodecoll_us"]["max"] for r in rs], "o-", color=color, ms=3,
-                    label=f"nodecoll {name}")
-        ax_lat.plot(x, [r["host_us"]["max"] for r in rs], "x--", color=color, ms=3, alpha=0.7,
-                    label=f"host {name}")
-        bound = [r["bound_us"] for r in rs]
-        if all(b is not None for b in bound):
-            ax_lat.plot(x, bound, ":", color=color, lw=1, label=f"bound {name}")
-        ax_speed.plot(x, [r["speedup"] for r in rs], "o-", color=color, ms=3, label=name)
+def plot_series(ax_lat, ax_speed, rs, color, name):
+    x = [r["bytes"] for r in rs]
+    ax_lat.plot(x, [r["nodecoll_us"]["max"] for r in rs], "o-", color=color, ms=3)
+    ax_lat.plot(x, [r["host_us"]["max"] for r in rs], "x--", color=color, ms=3, alpha=0.7)
+    bound = [r["bound_us"] for r in rs]
+    if all(b is not None for b in bound):
+        ax_lat.plot(x, bound, ":", color=color, lw=1)
+    ax_speed.plot(x, [r["speedup"] for r in rs], "o-", color=color, ms=3, label=name)
+
+
+def style_legend(ax):
+    """Line styles say what a line is; colours (legend below) say which run."""
+    handles = [matplotlib.lines.Line2D([], [], color="k", ls=ls, marker=m, ms=3, label=lab)
+               for ls, m, lab in (("-", "o", "nodecoll"), ("--", "x", "host MPI"),
+                                  (":", "", "lower bound"))]
+    ax.legend(handles=handles, fontsize=7)
 
 
 def size_axis(ax):
@@ -114,6 +118,8 @@ def speed_axis(ax):
         lambda v, _: f"{v:g}x" if v >= 1 else f"1/{1 / v:g}x"))
     ax.axhline(1.0, color="gray", lw=1)
     ax.set_ylabel("speedup (host / nodecoll)")
+    low, high = ax.get_ylim()  # at least 0.5x..2x, so that a flat line still has a scale
+    ax.set_ylim(min(low, 0.5), max(high, 2.0))
 
 
 def measured_floor(runs, coll):
@@ -140,17 +146,19 @@ def save(fig, path):
 
 def plot_sized(coll, runs, path):
     cols = mpi_columns(runs)
-    fig, axes = plt.subplots(2, len(cols), figsize=(5.2 * len(cols), 6.4), squeeze=False,
+    fig, axes = plt.subplots(2, len(cols), figsize=(max(6.4, 5.2 * len(cols)), 6.4), squeeze=False,
                              sharex=True)
     for c, (mpi, col_runs) in enumerate(cols.items()):
         ax_lat, ax_speed = axes[0][c], axes[1][c]
-        for i, run in enumerate(col_runs):
-            plot_lines(ax_lat, ax_speed, run, RUN_COLORS[i % len(RUN_COLORS)], coll)
+        lines = [(run, key, rs) for run in col_runs for key, rs in series(run, coll).items()]
+        for i, (run, key, rs) in enumerate(lines):
+            name = series_name(run, key, series(run, coll))
+            plot_series(ax_lat, ax_speed, rs, RUN_COLORS[i % len(RUN_COLORS)], name)
         ax_lat.set_yscale("log")
         ax_lat.set_ylim(bottom=measured_floor(col_runs, coll))
         ax_lat.set_title(f"{coll} — {mpi}", fontsize=10)
         ax_lat.set_ylabel("latency per call [µs]")
-        ax_lat.legend(fontsize=7, ncol=1)
+        style_legend(ax_lat)
         speed_axis(ax_speed)
         ax_speed.set_xlabel("message size [bytes]")
         ax_speed.legend(fontsize=7)
