@@ -125,7 +125,7 @@ static double measure_rtt_ns(struct node_ctx *n, int one_line)
 
 static void copier_init(struct copier *c, size_t largest)
 {
-    c->pool = 4 * (largest > llc_bytes() / 2 ? largest : llc_bytes() / 2);
+    c->pool = 2 * (largest > llc_bytes() ? largest : llc_bytes());
     c->hot_src = xalloc_touched(largest);
     c->hot_dst = xalloc_touched(largest);
     c->cold_src = xalloc_touched(c->pool);
@@ -141,8 +141,9 @@ static void copier_free(struct copier *c)
     free(c->cold_dst);
 }
 
-/* Seconds for k copies of s bytes.  Cold copies each use another slot of a pool four
- * times the LLC, visited out of order, so neither source nor destination is cached. */
+/* Seconds for k copies of s bytes.  Cold copies each use another slot of a source and a
+ * destination pool of twice the LLC (or two slots), visited out of order: by the time a
+ * slot comes back, at least four LLCs of other data have passed through the cache. */
 static double copy_run(struct copier *c, size_t s, long k, int cold)
 {
     size_t stride = round_up(s, 64), slots = c->pool / stride;

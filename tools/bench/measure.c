@@ -9,7 +9,6 @@
 #include "bench.h"
 
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,7 +165,7 @@ static void call_once(struct run_state *st, enum variant v)
 static double timed_block(struct run_state *st, enum variant v, int k, int round)
 {
     if (st->nsets == 1) fill_send(st, st->call.sbuf, (unsigned)round * 7u);
-    st->seq = round * k;
+    st->seq = (int)((long long)round * k % st->a->nranks);
     PMPI_Barrier(st->call.comm);
     double t0 = now_s();
     for (int j = 0; j < k; j++) {
@@ -208,6 +207,7 @@ static void plan(struct run_state *st, const struct options *o, double t_start,
         for (int v = 0; v < VAR_COUNT; v++)
             t[v] = dmin(t[v], timed_block(st, (enum variant)v, CALIBRATION_CALLS, i) / CALIBRATION_CALLS);
     double t0 = now_s();
+    fill_send(st, st->call.sbuf, 0); /* rounds refill the inputs before each block */
     PMPI_Barrier(st->call.comm);
     t[2] = now_s() - t0;
     t[3] = now_s() - t_start;

@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 extern char **environ;
 
