@@ -41,7 +41,7 @@ say() { printf '[bench %d:%02d] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - 
 # 2-core machine: oversubscribed host MPIs need milliseconds per synchronising step
 # (MPICH 4.0 about 8 ms), so those runs get fewer sizes and rounds.
 SWEEP_FIT=(--sizes 8:16M --time-budget 0.5 --iters 200)
-SWEEP_OVER_OPENMPI=(--sizes 8:16M:4 --time-budget 0.4 --warmup 2)
+SWEEP_OVER_OPENMPI=(--sizes 8:16M:8 --time-budget 0.5 --warmup 2)
 SWEEP_OVER_MPICH=(--sizes 8:2M:8 --time-budget 0.3 --warmup 1 --iters 30)
 
 # One run: MPI, rank count.

@@ -19,14 +19,16 @@
 #include <unistd.h>
 
 #define COPY_TARGET_S 50e-6 /* one timed batch of copies lasts at least this long */
-#define COPY_BATCHES 7
+#define COPY_BATCHES 7       /* at least this many batches per measurement, the best counts */
+#define COPY_BATCHES_MAX 50
+#define COPY_SPEND_S 20e-3   /* ...and more, while a measurement stays within this time */
 #define COPY_MIN ((size_t)8)
 #define COPY_MAX ((size_t)64 << 20) /* beyond a few LLCs the bandwidth is flat (DRAM) */
 #define RTT_BATCH 2000
 #define RTT_BATCHES 15
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
-enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_PARAM, L_ELAPSED /* one line per copier */ };
+enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
 
 struct line {
     _Alignas(64) _Atomic uint64_t v;
@@ -157,28 +159,33 @@ static double copy_run(struct copier *c, size_t s, long k, int cold)
     return now_s() - t0;
 }
 
-static long copies_per_batch(struct copier *c, size_t s, int cold)
+/* Copies per batch and batches: a batch of at least COPY_TARGET_S, as many batches as fit
+ * in COPY_SPEND_S (between the two limits).  More batches give the best one more chances
+ * to miss a neighbour's burst of memory traffic. */
+static void plan_copies(struct copier *c, size_t s, int cold, long *k, int *batches)
 {
     copy_run(c, s, 1, cold);
-    double t = copy_run(c, s, 4, cold) / 4;
-    double k = ceil_pos(COPY_TARGET_S / dmax(t, 1e-9));
-    return k > 1e6 ? 1000000 : (long)k;
+    double t = dmax(copy_run(c, s, 4, cold) / 4, 1e-9);
+    double kk = dmin(ceil_pos(COPY_TARGET_S / t), 1e6);
+    *k = (long)kk;
+    *batches = (int)dmax(COPY_BATCHES, dmin(COPY_BATCHES_MAX, COPY_SPEND_S / (kk * t)));
 }
 
 /* GB/s of one core: best batch. */
-static double single_gbs(struct copier *c, size_t s, long k, int cold)
+static double single_gbs(struct copier *c, size_t s, long k, int batches, int cold)
 {
     double best = INFINITY;
-    for (int b = 0; b < COPY_BATCHES; b++) best = dmin(best, copy_run(c, s, k, cold));
+    for (int b = 0; b < batches; b++) best = dmin(best, copy_run(c, s, k, cold));
     return (double)s * (double)k / best * 1e-9;
 }
 
 /* GB/s summed over all copiers copying at the same time: per batch the slowest copier
  * counts, then the best batch.  Every copier calls this; rank 0's result is the one used. */
-static double all_gbs(struct node_ctx *n, struct copier *c, size_t s, long k, int cold)
+static double all_gbs(struct node_ctx *n, struct copier *c, size_t s, long k, int batches,
+                      int cold)
 {
     double best = INFINITY;
-    for (int b = 0; b < COPY_BATCHES; b++) {
+    for (int b = 0; b < batches; b++) {
         spin_barrier(n);
         double t = copy_run(c, s, k, cold);
         atomic_store(&n->l[L_ELAPSED + n->rank].v, (uint64_t)(t * 1e9));
@@ -197,13 +204,17 @@ static void measure_size(struct node_ctx *n, struct copier *c, struct limits *l,
 {
     size_t s = l->size[i];
     if (n->rank == 0) {
-        long k = copies_per_batch(c, s, cold);
-        (cold ? l->cold1 : l->hot1)[i] = single_gbs(c, s, k, cold);
-        atomic_store(&n->l[L_PARAM].v, (uint64_t)k);
+        long k;
+        int batches;
+        plan_copies(c, s, cold, &k, &batches);
+        (cold ? l->cold1 : l->hot1)[i] = single_gbs(c, s, k, batches, cold);
+        atomic_store(&n->l[L_K].v, (uint64_t)k);
+        atomic_store(&n->l[L_BATCHES].v, (uint64_t)batches);
     }
     spin_barrier(n);
-    long k = (long)atomic_load(&n->l[L_PARAM].v);
-    double g = n->copiers > 1 ? all_gbs(n, c, s, k, cold) : 0;
+    long k = (long)atomic_load(&n->l[L_K].v);
+    int batches = (int)atomic_load(&n->l[L_BATCHES].v);
+    double g = n->copiers > 1 ? all_gbs(n, c, s, k, batches, cold) : 0;
     (cold ? l->cold_all : l->hot_all)[i] = g;
 }
 

@@ -24,7 +24,6 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 DPI = 80  # with the palette in save(), about 30 KB a PNG: the images are committed
 RUN_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
               "tab:pink", "tab:gray", "tab:olive", "tab:cyan"]
-TABLE_SIZES = [8, 64, 1024, 8192, 65536, 1 << 20, 16 << 20]
 
 
 def mpi_name(library):
@@ -198,6 +197,10 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def pct_text(p):
+    return "<1%" if p < 1 else f"{p:.0f}%"
+
+
 def summary_cell(rs):
     if not rs:
         return "–"
@@ -207,7 +210,7 @@ def summary_cell(rs):
     if len(rs) > 1:
         text += f" ({min(speed):.2f}–{max(speed):.2f})"
     if bound:
-        text += f", bound: up to {max(bound):.0f}%"
+        text += f", bound: up to {pct_text(max(bound))}"
     if any(r["check"] == "failed" for r in rs):
         text += " **CHECK FAILED**"
     return text
@@ -239,14 +242,14 @@ def summary_table(runs, colls):
 def size_row_cell(r):
     if not r:
         return "–"
-    pct = "" if r["pct_bound"] is None else f", {r['pct_bound']:.0f}%"
+    pct = "" if r["pct_bound"] is None else f", {pct_text(r['pct_bound'])}"
     return f"{r['speedup']:.2f}x ({r['nodecoll_us']['max']:.3g} / {r['host_us']['max']:.3g} µs{pct})"
 
 
 def size_table(runs, coll):
     by_run = [{r["bytes"]: r for r in results_of(run, coll)} for run in runs]
-    sizes = sorted({b for d in by_run for b in d})
-    shown = [s for s in sizes if s in TABLE_SIZES] or sizes
+    common = set.intersection(*(set(d) for d in by_run if d)) if any(by_run) else set()
+    shown = sorted(common | {max(d) for d in by_run if d})  # every run has a number
     lines = ["| size | " + " | ".join(run["label"] for run in runs) + " |",
              "|---" * (len(runs) + 1) + "|"]
     for s in shown:
@@ -294,6 +297,19 @@ def header(runs, args):
     return lines
 
 
+def noise_note(runs):
+    """Where nodecoll hands the call to the host MPI, both columns run the same code: the
+    spread of those ratios is the noise floor of the measurement on this machine."""
+    same = sorted(r["speedup"] for run in runs if not run["oversubscribed"]
+                  for r in run["results"] if r["algorithms"] in ("none", "-") and r["speedup"])
+    if len(same) < 10:
+        return []
+    lo, hi = same[len(same) // 20], same[-1 - len(same) // 20]
+    return [f"Noise floor: where nodecoll passes the call to the host MPI (path `none`), both "
+            f"columns run the same code; at one rank per core 90% of those ratios lie between "
+            f"{lo:.2f}x and {hi:.2f}x. Differences inside that band are not significant.", ""]
+
+
 def report(runs, colls, images, args):
     md_dir = os.path.dirname(os.path.abspath(args.out))
     lines = header(runs, args)
@@ -302,7 +318,7 @@ def report(runs, colls, images, args):
               "mean over message sizes, (lowest–highest). \"% of bound\" is the best fraction of "
               "the physical lower bound reached (docs/benchmark.md explains the bound). Times are "
               "per call, slowest rank, median over rounds.", ""]
-    lines += summary_table(runs, colls) + [""]
+    lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
               "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB.", ""]
     lines += limits_table(runs) + [""]
