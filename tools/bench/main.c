@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PROGRESS_EVERY_S 5.0
+
 struct sweep {
     struct point *pts;
     int n;
@@ -62,23 +64,26 @@ static void clock_text(char *out, size_t len, double s)
     snprintf(out, len, "%d:%02d", (int)s / 60, (int)s % 60);
 }
 
-/* A line redrawn in place on a terminal; in a log, one line per collective. */
+/* A line redrawn in place on a terminal.  Under mpirun stderr is a pipe, so the usual form
+ * is a log line: one when the collective changes, and one every few seconds in between. */
 static void progress(const struct sweep *s, int i, double t0)
 {
     static const struct coll *last;
+    static double last_line;
     const struct point *p = &s->pts[i];
     char sz[32], el[16], left[16];
-    double elapsed = now_s() - t0;
+    double now = now_s(), elapsed = now - t0;
     format_bytes(sz, sizeof sz, p->bytes);
     clock_text(el, sizeof el, elapsed);
-    clock_text(left, sizeof left, i ? elapsed / i * (s->n - i) : 0);
-    if (isatty(STDERR_FILENO))
-        fprintf(stderr, "\r\033[K[%3d/%d] %s %s root=%s %s  %s elapsed, ~%s left", i + 1, s->n,
-                p->coll->name, p->dt->name, root_pattern_name(p->root_pattern), sz, el,
-                i ? left : "?");
-    else if (p->coll != last)
-        fprintf(stderr, "nodecoll-bench: [%d/%d] %s  (%s elapsed)\n", i + 1, s->n, p->coll->name, el);
+    if (i) clock_text(left, sizeof left, elapsed / i * (s->n - i));
+    else snprintf(left, sizeof left, "?");
+    int tty = isatty(STDERR_FILENO);
+    if (!tty && p->coll == last && now - last_line < PROGRESS_EVERY_S) return;
+    fprintf(stderr, "%s[%d/%d] %s %s root=%s %s  (%s elapsed, ~%s left)%s",
+            tty ? "\r\033[K" : "nodecoll-bench: ", i + 1, s->n, p->coll->name, p->dt->name,
+            root_pattern_name(p->root_pattern), sz, el, left, tty ? "" : "\n");
     last = p->coll;
+    last_line = now;
 }
 
 static void progress_clear(void)

@@ -88,8 +88,11 @@ def series_name(run, key, groups):
 
 def plot_series(ax_lat, ax_speed, rs, color, name):
     x = [r["bytes"] for r in rs]
-    ax_lat.plot(x, [r["nodecoll_us"]["max"] for r in rs], "o-", color=color, ms=3)
-    ax_lat.plot(x, [r["host_us"]["max"] for r in rs], "x--", color=color, ms=3, alpha=0.7)
+    for key, style, alpha in (("nodecoll_us", "o-", 1.0), ("host_us", "x--", 0.7)):
+        ax_lat.plot(x, [r[key]["max"] for r in rs], style, color=color, ms=3, alpha=alpha)
+        # the middle half of the rounds: how much a number can be trusted
+        ax_lat.fill_between(x, [r[key]["q1"] for r in rs], [r[key]["q3"] for r in rs],
+                            color=color, alpha=0.12, lw=0)
     bound = [r["bound_us"] for r in rs]
     if all(b is not None for b in bound):
         ax_lat.plot(x, bound, ":", color=color, lw=1)
