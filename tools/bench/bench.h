@@ -210,6 +210,7 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
 double result_speedup(const struct result *r);
 double result_gbs(const struct result *r, int nranks);
 double result_pct_bound(const struct result *r);
+int result_noisy(const struct result *r);
 
 /* ---- small helpers (util.c) -------------------------------------------------------------- */
 

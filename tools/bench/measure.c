@@ -16,10 +16,10 @@
 
 #define ROUND_TARGET_S 20e-6 /* k makes a timed round at least this long */
 #define K_MAX 100000
-#define MIN_ROUNDS 3
+#define MIN_ROUNDS 5 /* a median of 3 falls to two preempted rounds */
 #define CALIBRATION_CALLS 2
 #define CALIBRATION_BLOCKS 3
-#define LONG_CALL_S 2e-3 /* no calibration beyond the first call */
+#define LONG_CALL_S 2e-3 /* calibrated with single calls */
 #define POISON 0xA5
 /* Off-cache sets are visited in steps of this prime, not in order: the hardware prefetcher
  * would otherwise pull the next set into cache while the current one is in use. */
@@ -197,17 +197,18 @@ static void warm_up(struct run_state *st, const struct options *o, const double 
 
 /* k and the number of rounds, the same on every rank (they are derived from maxima taken
  * over ranks).  Each variant's cost is its best of a few short blocks, so one preemption
- * during calibration does not shrink the point to the minimum number of rounds; calls long
- * enough to be timed alone are estimated from their first call.  k comes from the faster
- * variant so that its rounds reach the target too. */
+ * during calibration does not shrink the point to the minimum number of rounds (calls long
+ * enough to be timed alone get one block of one call).  k comes from the faster variant
+ * so that its rounds reach the target too. */
 static void plan(struct run_state *st, const struct options *o, double t_start,
                  const double first[VAR_COUNT], int *k, int *rounds)
 {
     double t[4] = {first[0], first[1], 0, 0};
-    int blocks = dmin(first[0], first[1]) > LONG_CALL_S ? 0 : CALIBRATION_BLOCKS;
+    int is_long = dmin(first[0], first[1]) > LONG_CALL_S;
+    int blocks = is_long ? 1 : CALIBRATION_BLOCKS, calls = is_long ? 1 : CALIBRATION_CALLS;
     for (int i = 0; i < blocks; i++)
         for (int v = 0; v < VAR_COUNT; v++)
-            t[v] = dmin(t[v], timed_block(st, (enum variant)v, CALIBRATION_CALLS, i) / CALIBRATION_CALLS);
+            t[v] = dmin(t[v], timed_block(st, (enum variant)v, calls, i) / calls);
     double t0 = now_s();
     fill_send(st, st->call.sbuf, 0); /* rounds refill the inputs before each block */
     PMPI_Barrier(st->call.comm);

@@ -291,7 +291,7 @@ void options_usage(FILE *out)
 "  --iters N           at most N timed rounds per size (default 100)\n"
 "  --warmup N          untimed calls of each variant before timing (default 5)\n"
 "  --time-budget SEC   seconds per size, warm-up included; fewer rounds are run when\n"
-"                      a size would take longer, but never fewer than 3 (default 0.5)\n"
+"                      a size would take longer, but never fewer than 5 (default 0.5)\n"
 "\n"
 "How:\n"
 "  --check             after each round, call both variants once more on fresh data and\n"

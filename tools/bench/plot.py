@@ -200,6 +200,13 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def is_noisy(r):
+    """The tool's own flag; files from before it existed get the same test here."""
+    if "noisy" in r:
+        return r["noisy"]
+    return any(r[k]["q3"] > 1.5 * r[k]["q1"] for k in ("nodecoll_us", "host_us"))
+
+
 def pct_text(p):
     return "<1%" if p < 1 else f"{p:.0f}%"
 
@@ -207,6 +214,8 @@ def pct_text(p):
 def summary_cell(rs):
     if not rs:
         return "–"
+    noisy = [r for r in rs if is_noisy(r)]
+    rs = [r for r in rs if not is_noisy(r)] or rs
     speed = [r["speedup"] for r in rs]
     bound = [r["pct_bound"] for r in rs if r["pct_bound"] is not None]
     text = f"**{geomean(speed):.2f}x**"
@@ -214,6 +223,8 @@ def summary_cell(rs):
         text += f" ({min(speed):.2f}–{max(speed):.2f})"
     if bound:
         text += f", bound: up to {pct_text(max(bound))}"
+    if noisy:
+        text += f"; {len(noisy)} noisy size{'s' if len(noisy) > 1 else ''} left out"
     if any(r["check"] == "failed" for r in rs):
         text += " **CHECK FAILED**"
     return text
@@ -246,7 +257,9 @@ def size_row_cell(r):
     if not r:
         return "–"
     pct = "" if r["pct_bound"] is None else f", {pct_text(r['pct_bound'])}"
-    return f"{r['speedup']:.2f}x ({r['nodecoll_us']['max']:.3g} / {r['host_us']['max']:.3g} µs{pct})"
+    noisy = " noisy" if is_noisy(r) else ""
+    return (f"{r['speedup']:.2f}x ({r['nodecoll_us']['max']:.3g} / {r['host_us']['max']:.3g} µs"
+            f"{pct}){noisy}")
 
 
 def size_table(runs, coll):
@@ -304,7 +317,8 @@ def noise_note(runs):
     """Where nodecoll hands the call to the host MPI, both columns run the same code: the
     spread of those ratios is the noise floor of the measurement on this machine."""
     same = sorted(r["speedup"] for run in runs if not run["oversubscribed"]
-                  for r in run["results"] if r["algorithms"] in ("none", "-") and r["speedup"])
+                  for r in run["results"]
+                  if r["algorithms"] in ("none", "-") and r["speedup"] and not is_noisy(r))
     if len(same) < 10:
         return []
     lo, hi = same[len(same) // 20], same[-1 - len(same) // 20]
@@ -320,7 +334,9 @@ def report(runs, colls, images, args):
               "Speedup is host MPI time / nodecoll time (above 1: nodecoll is faster): geometric "
               "mean over message sizes, (lowest–highest). \"% of bound\" is the best fraction of "
               "the physical lower bound reached (docs/benchmark.md explains the bound). Times are "
-              "per call, slowest rank, median over rounds.", ""]
+              "per call, slowest rank, median over rounds. A size is *noisy* when the middle half "
+              "of its rounds spans more than a factor 1.5 (something else ran on the machine); "
+              "noisy sizes stay in the tables below but not in these summaries.", ""]
     lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
               "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB.", ""]

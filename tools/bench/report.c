@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#define NOISY_SPREAD 1.5
+
 extern char **environ;
 
 /* ---- derived numbers --------------------------------------------------------------------- */
@@ -28,6 +30,15 @@ double result_gbs(const struct result *r, int nranks)
 double result_pct_bound(const struct result *r)
 {
     return 100.0 * r->bound_us / r->t[VAR_NODECOLL].max;
+}
+
+/* The middle half of the rounds spans more than a factor NOISY_SPREAD for either variant:
+ * something else ran on the machine, and the ratio of the medians may be an accident. */
+int result_noisy(const struct result *r)
+{
+    for (int v = 0; v < VAR_COUNT; v++)
+        if (r->t[v].q3 > NOISY_SPREAD * r->t[v].q1) return 1;
+    return 0;
 }
 
 /* ---- run description --------------------------------------------------------------------- */
@@ -140,11 +151,12 @@ void report_row(FILE *out, const struct result *r, int nranks)
     format_bytes(sz, sizeof sz, r->pt.bytes);
     fprintf(out,
             "  %-20s %-6s %-6s %6s %6d %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
-            "%9.3f %5.1f%% %8.3f  %s%s\n",
+            "%9.3f %5.1f%% %8.3f  %s%s%s\n",
             r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz, r->k,
             r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
             r->bound_us, result_pct_bound(r), result_gbs(r, nranks), r->algs,
-            r->check > 0 ? "  CHECK FAILED" : r->check == 0 ? "  ok" : "");
+            r->check > 0 ? "  CHECK FAILED" : r->check == 0 ? "  ok" : "",
+            result_noisy(r) ? "  noisy" : "");
     fflush(out);
 }
 
@@ -245,6 +257,7 @@ static void json_result(FILE *f, const struct result *r, int nranks)
     jkey(f, "pct_bound", 0), jnum(f, result_pct_bound(r));
     jkey(f, "gbs", 0), jnum(f, result_gbs(r, nranks));
     jkey(f, "algorithms", 0), jstr(f, r->algs);
+    jkey(f, "noisy", 0), fputs(result_noisy(r) ? "true" : "false", f);
     jkey(f, "check", 0), fputs(r->check < 0 ? "null" : r->check ? "\"failed\"" : "\"ok\"", f);
     fputs("}", f);
 }
@@ -273,16 +286,16 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
     if (!f) return -1;
     fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,rounds,"
           "nodecoll_min_us,nodecoll_med_us,nodecoll_max_us,host_min_us,host_med_us,host_max_us,"
-          "speedup,bound_us,pct_bound,gbs,algorithms,check\n", f);
+          "speedup,bound_us,pct_bound,gbs,algorithms,check,noisy\n", f);
     for (int i = 0; i < n; i++) {
         const struct result *r = &rs[i];
         const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
-        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s\n",
+        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d\n",
                 ri->date, ri->mpi, ri->nranks, ri->oversubscribed, r->pt.coll->name,
                 r->pt.dt->name, root_pattern_name(r->pt.root_pattern), r->pt.bytes, r->k,
                 r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
                 r->bound_us, result_pct_bound(r), result_gbs(r, ri->nranks), r->algs,
-                r->check < 0 ? "" : r->check ? "failed" : "ok");
+                r->check < 0 ? "" : r->check ? "failed" : "ok", result_noisy(r));
     }
     return fclose(f);
 }
