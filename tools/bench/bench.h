@@ -165,6 +165,7 @@ struct result {
     struct point pt;
     int k, rounds;
     struct sample t[VAR_COUNT];
+    double speedup, ratio_q1, ratio_q3; /* host / nodecoll per round: median, quartiles */
     double bound_us;
     char algs[128];
     int check; /* -1 not checked, else number of ranks that saw a mismatch */

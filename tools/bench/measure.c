@@ -222,12 +222,12 @@ static void plan(struct run_state *st, const struct options *o, double t_start,
     *rounds = (int)dmax(MIN_ROUNDS, dmin(o->iters, fit));
 }
 
-/* The slowest/fastest/median rank of each round, then medians over rounds. */
-static void summarize(const double *all, int nranks, int rounds, int k, enum variant v,
-                      struct sample *out)
+/* Per round, the slowest, fastest and median rank of variant v, in microseconds per call
+ * (arrays indexed by round). */
+static void per_round(const double *all, int nranks, int rounds, int k, enum variant v,
+                      double *mx, double *mn, double *md)
 {
-    double *mx = malloc(sizeof(double) * (size_t)rounds * 3), *mn = mx + rounds,
-           *md = mn + rounds, *rank_t = malloc(sizeof(double) * (size_t)nranks);
+    double *rank_t = malloc(sizeof(double) * (size_t)nranks);
     for (int r = 0; r < rounds; r++) {
         for (int p = 0; p < nranks; p++)
             rank_t[p] = all[(size_t)p * VAR_COUNT * rounds + (size_t)v * rounds + r] * 1e6 / k;
@@ -235,13 +235,36 @@ static void summarize(const double *all, int nranks, int rounds, int k, enum var
         mn[r] = rank_t[0];
         mx[r] = rank_t[nranks - 1];
     }
-    out->min = median_of(mn, rounds);
-    out->med = median_of(md, rounds);
-    out->max = median_of(mx, rounds);
-    out->q1 = mx[(rounds - 1) / 4];
-    out->q3 = mx[3 * (rounds - 1) / 4];
-    free(mx);
     free(rank_t);
+}
+
+/* Median and quartiles of v (sorted in place). */
+static void spread(double *v, int n, double *q1, double *med, double *q3)
+{
+    *med = median_of(v, n);
+    *q1 = v[(n - 1) / 4];
+    *q3 = v[3 * (n - 1) / 4];
+}
+
+/* The speedup is the median of per-round ratios: the two blocks of a round ran next to
+ * each other, so when the machine changes speed between rounds (a virtual CPU moved, a
+ * neighbour started) the ratio stays right even where the two medians would fall on
+ * different sides of the change. */
+static void summarize(const double *all, int nranks, int rounds, int k, struct result *res)
+{
+    double *buf = malloc(sizeof(double) * (size_t)rounds * (3 * VAR_COUNT + 1));
+    double *mx[VAR_COUNT], *ratio = buf + 3 * VAR_COUNT * rounds;
+    for (int v = 0; v < VAR_COUNT; v++) {
+        double *mn = buf + (3 * v + 1) * rounds, *md = mn + rounds;
+        mx[v] = buf + 3 * v * rounds;
+        per_round(all, nranks, rounds, k, (enum variant)v, mx[v], mn, md);
+        res->t[v].min = median_of(mn, rounds);
+        res->t[v].med = median_of(md, rounds);
+    }
+    for (int r = 0; r < rounds; r++) ratio[r] = mx[VAR_HOST][r] / mx[VAR_NODECOLL][r];
+    spread(ratio, rounds, &res->ratio_q1, &res->speedup, &res->ratio_q3);
+    for (int v = 0; v < VAR_COUNT; v++) spread(mx[v], rounds, &res->t[v].q1, &res->t[v].max, &res->t[v].q3);
+    free(buf);
 }
 
 static void gather_times(struct run_state *st, const double *mine, int rounds, int k,
@@ -250,9 +273,7 @@ static void gather_times(struct run_state *st, const double *mine, int rounds, i
     int n = VAR_COUNT * rounds;
     double *all = st->a->rank == 0 ? malloc(sizeof(double) * (size_t)n * st->a->nranks) : NULL;
     PMPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, st->call.comm);
-    if (all)
-        for (int v = 0; v < VAR_COUNT; v++)
-            summarize(all, st->a->nranks, rounds, k, (enum variant)v, &res->t[v]);
+    if (all) summarize(all, st->a->nranks, rounds, k, res);
     free(all);
 }
 

@@ -201,10 +201,8 @@ def geomean(values):
 
 
 def is_noisy(r):
-    """The tool's own flag; files from before it existed get the same test here."""
-    if "noisy" in r:
-        return r["noisy"]
-    return any(r[k]["q3"] > 1.5 * r[k]["q1"] for k in ("nodecoll_us", "host_us"))
+    """The tool's own flag (files from before it existed count as clean)."""
+    return r.get("noisy", False)
 
 
 def pct_text(p):
@@ -334,9 +332,10 @@ def report(runs, colls, images, args):
               "Speedup is host MPI time / nodecoll time (above 1: nodecoll is faster): geometric "
               "mean over message sizes, (lowest–highest). \"% of bound\" is the best fraction of "
               "the physical lower bound reached (docs/benchmark.md explains the bound). Times are "
-              "per call, slowest rank, median over rounds. A size is *noisy* when the middle half "
-              "of its rounds spans more than a factor 1.5 (something else ran on the machine); "
-              "noisy sizes stay in the tables below but not in these summaries.", ""]
+              "per call, slowest rank, median over rounds; a speedup is the median over rounds "
+              "of host / nodecoll within the round. A size is *noisy* when the middle half of "
+              "those per-round ratios spans more than a factor 1.3 (something else ran on the "
+              "machine); noisy sizes stay in the tables below but not in these summaries.", ""]
     lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
               "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB.", ""]

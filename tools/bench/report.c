@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#define NOISY_SPREAD 1.5
+#define NOISY_SPREAD 1.3
 
 extern char **environ;
 
@@ -17,7 +17,7 @@ extern char **environ;
 
 double result_speedup(const struct result *r)
 {
-    return r->t[VAR_HOST].max / r->t[VAR_NODECOLL].max;
+    return r->speedup;
 }
 
 /* Bytes that landed in receive buffers, summed over ranks, per second of nodecoll time. */
@@ -32,13 +32,12 @@ double result_pct_bound(const struct result *r)
     return 100.0 * r->bound_us / r->t[VAR_NODECOLL].max;
 }
 
-/* The middle half of the rounds spans more than a factor NOISY_SPREAD for either variant:
- * something else ran on the machine, and the ratio of the medians may be an accident. */
+/* The per-round ratios disagree: the middle half of them spans more than NOISY_SPREAD.
+ * Something disturbed single blocks (another job, preemption), and the speedup of this
+ * point could be an accident. */
 int result_noisy(const struct result *r)
 {
-    for (int v = 0; v < VAR_COUNT; v++)
-        if (r->t[v].q3 > NOISY_SPREAD * r->t[v].q1) return 1;
-    return 0;
+    return r->ratio_q3 > NOISY_SPREAD * r->ratio_q1;
 }
 
 /* ---- run description --------------------------------------------------------------------- */
@@ -253,6 +252,8 @@ static void json_result(FILE *f, const struct result *r, int nranks)
     json_sample(f, "nodecoll_us", &r->t[VAR_NODECOLL]);
     json_sample(f, "host_us", &r->t[VAR_HOST]);
     jkey(f, "speedup", 0), jnum(f, result_speedup(r));
+    jkey(f, "speedup_q1", 0), jnum(f, r->ratio_q1);
+    jkey(f, "speedup_q3", 0), jnum(f, r->ratio_q3);
     jkey(f, "bound_us", 0), jnum(f, r->bound_us);
     jkey(f, "pct_bound", 0), jnum(f, result_pct_bound(r));
     jkey(f, "gbs", 0), jnum(f, result_gbs(r, nranks));
