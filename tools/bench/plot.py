@@ -97,6 +97,9 @@ def plot_series(ax_lat, ax_speed, rs, color, name):
     if all(b is not None for b in bound):
         ax_lat.plot(x, bound, ":", color=color, lw=1)
     ax_speed.plot(x, [r["speedup"] for r in rs], "o-", color=color, ms=3, label=name)
+    if all("speedup_q1" in r for r in rs):
+        ax_speed.fill_between(x, [r["speedup_q1"] for r in rs], [r["speedup_q3"] for r in rs],
+                              color=color, alpha=0.15, lw=0)
 
 
 def style_legend(ax):
