@@ -4,3 +4,33 @@ nodecoll_mpi_test(NAME test_lifecycle SOURCES test_lifecycle.c NP 1 2 3 4
   LABELS robustness TIMEOUT 120)
 # Bad arguments give the host MPI's error class and handler calls; the state stays usable.
 nodecoll_mpi_test(NAME test_errors SOURCES test_errors.c NP 1 2 3 LABELS robustness TIMEOUT 60)
+
+# Script-driven tests (a launcher run from bash) get the harness's environment and lock.
+set(NODECOLL_SCRIPT_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
+function(nodecoll_script_test name np)
+  set(pre "")
+  if(np GREATER NODECOLL_CORES)
+    set(pre "${NODECOLL_OVERSUB_FLAG}")
+  endif()
+  add_test(NAME ${name} COMMAND bash ${ARGN})
+  set_tests_properties(${name} PROPERTIES
+    ENVIRONMENT "${NODECOLL_SCRIPT_ENV};MPIEXEC_PREFLAGS=${pre};${NODECOLL_SCRIPT_EXTRA_ENV}"
+    TIMEOUT 120 LABELS "${NODECOLL_MPI};robustness" RESOURCE_LOCK cores)
+endfunction()
+
+# A rank SIGKILLed or calling MPI_Abort mid-collective leaves nothing in /dev/shm; a name
+# left by a dead creator is swept by the next job.
+add_executable(test_kill test_kill.c)
+target_link_libraries(test_kill PRIVATE nodecoll MPI::MPI_C)
+target_include_directories(test_kill PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+set(kill_script ${CMAKE_CURRENT_SOURCE_DIR}/test_kill.sh)
+foreach(case "kill-first;4" "kill-last;3" "abort;4" "abort;3" "sweep;2")
+  list(GET case 0 scenario)
+  list(GET case 1 np)
+  nodecoll_script_test(test_kill.${scenario}.np${np} ${np}
+    ${kill_script} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_kill> ${np} ${scenario})
+endforeach()
+set(NODECOLL_SCRIPT_EXTRA_ENV "NODECOLL_RANKS_PER_NODE=2")
+nodecoll_script_test(test_kill.kill-last.np4.nodes2 4
+  ${kill_script} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_kill> 4 kill-last)
+set(NODECOLL_SCRIPT_EXTRA_ENV "")
