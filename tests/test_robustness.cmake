@@ -34,3 +34,14 @@ set(NODECOLL_SCRIPT_EXTRA_ENV "NODECOLL_RANKS_PER_NODE=2")
 nodecoll_script_test(test_kill.kill-last.np4.nodes2 4
   ${kill_script} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_kill> 4 kill-last)
 set(NODECOLL_SCRIPT_EXTRA_ENV "")
+
+# An unmodified MPI program with the library preloaded (and with NODECOLL_ENABLE=0); the
+# installed package consumed through find_package, pkg-config and -lnodecoll.
+set(preload_script ${CMAKE_CURRENT_SOURCE_DIR}/test_preload.sh)
+foreach(case "preload;2" "preload;3" "disabled;2" "install;2")
+  list(GET case 0 scenario)
+  list(GET case 1 np)
+  nodecoll_script_test(test_preload.${scenario}.np${np} ${np}
+    ${preload_script} ${scenario} ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
+    ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${np})
+endforeach()
