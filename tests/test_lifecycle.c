@@ -131,8 +131,8 @@ static void compare(const usage *a, const usage *b, const char *what, int comms,
     /* The host MPI's heap settles after a few tens of KiB whatever the number of
      * communicators; any per-communicator leak (even one 32-byte block) outgrows the slack. */
     long grown = (long)b->heap - (long)a->heap;
-    T_CHECK(!check_heap || grown < 8L * comms + 65536, "%s: heap in use grew by %ld bytes over %d communicators", what, grown,
-            comms);
+    T_CHECK(!check_heap || grown < 8L * comms + 65536, "%s: heap in use grew by %ld bytes over %d communicators",
+            what, grown, comms);
 }
 
 /* ---- (a) churn ---------------------------------------------------------------------------- */
@@ -155,7 +155,7 @@ static void churn(void)
         }
         /* An oversubscribed host MPI can take ~0.1 s per communicator: stop on time too. */
         if (i > WARM && i % 8 == 0 && out_of_time(MPI_COMM_WORLD, t0, budget)) break;
-    MPI_Comm c;
+        MPI_Comm c;
         if (i % 2) {
             MPI_Comm_dup(MPI_COMM_WORLD, &c);
         } else {
