@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "../core/fatal.h"
+
 static int committed_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
@@ -90,6 +92,27 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
     return 0;
 }
 
+/* MPI_Pack and MPI_Unpack count bytes in int: move the data in pieces of whole elements, each
+ * below INT_MAX bytes, so a message of any size stays on the same path on every rank. */
+static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)
+{
+    MPI_Aint lb, extent;
+    if (PMPI_Type_get_extent(b->type, &lb, &extent) != MPI_SUCCESS) return MPI_ERR_TYPE;
+    size_t elem_bytes = b->bytes / (size_t)b->count;
+    size_t per_piece = elem_bytes ? (size_t)INT_MAX / elem_bytes : (size_t)b->count;
+    if (per_piece == 0) return MPI_ERR_COUNT; /* one element above 2 GiB: not packable by MPI */
+    for (size_t first = 0; first < (size_t)b->count; first += per_piece) {
+        size_t n = (size_t)b->count - first < per_piece ? (size_t)b->count - first : per_piece;
+        char *user = (char *)b->user + (MPI_Aint)first * extent;
+        char *packed = (char *)b->staging + first * elem_bytes;
+        int piece = (int)(n * elem_bytes), position = 0;
+        int err = unpack ? PMPI_Unpack(packed, piece, &position, user, (int)n, b->type, comm)
+                         : PMPI_Pack(user, (int)n, b->type, packed, piece, &position, comm);
+        if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
 int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
 {
     int size, dense;
@@ -99,24 +122,23 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
         /* A predefined type with a null buffer is the host's error to report. */
         return b->bytes && !buf;
     }
-    if (b->bytes > INT_MAX || !(b->staging = malloc(b->bytes))) return 1;
+    /* Past this point every rank with valid arguments takes the fast path: a failure here
+     * on one rank alone must not send it to the host MPI while the others wait in ours. */
+    if (!(b->staging = malloc(b->bytes)))
+        nc_fatal("cannot allocate %zu bytes to pack a derived datatype", b->bytes);
     b->bytes_at = b->staging;
     if (fill) {
-        int position = 0;
-        if (PMPI_Pack(buf, count, type, b->staging, (int)b->bytes, &position, comm) != MPI_SUCCESS ||
-            (size_t)position != b->bytes) {
-            free(b->staging);
-            return 1;
-        }
+        int err = pack_in_pieces(b, comm, 0);
+        if (err != MPI_SUCCESS) nc_fatal("MPI_Pack of a committed datatype failed (error %d)", err);
     }
     return 0;
 }
 
 int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain)
 {
-    int err = MPI_SUCCESS, position = 0;
+    int err = MPI_SUCCESS;
     if (!b->staging) return MPI_SUCCESS;
-    if (drain) err = PMPI_Unpack(b->staging, (int)b->bytes, &position, b->user, b->count, b->type, comm);
+    if (drain) err = pack_in_pieces(b, comm, 1);
     free(b->staging);
     b->staging = NULL;
     return err;

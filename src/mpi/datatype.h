@@ -18,7 +18,7 @@ typedef struct nc_buffer {
 } nc_buffer;
 
 /* 0 on success; non-zero means "leave this call to the host MPI" (invalid or uncommitted
- * type, or an allocation failure). `fill`: pack the user data now (senders). */
+ * type); the same on every rank whose arguments are valid.  `fill`: pack the user data now. */
 int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill);
 /* Unpacks into the user buffer if `drain` and frees the staging copy; returns an MPI error code. */
 int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain);
