@@ -1,0 +1,90 @@
+#include "ops.h"
+
+#include <complex.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Storage types.  The pair types are laid out exactly as MPI's MINLOC/MAXLOC types. */
+typedef struct { float v; int i; } nc_float_int;
+typedef struct { double v; int i; } nc_double_int;
+typedef struct { long v; int i; } nc_long_int;
+typedef struct { int v; int i; } nc_int_int;
+typedef struct { short v; int i; } nc_short_int;
+typedef struct { long double v; int i; } nc_long_double_int;
+
+typedef int8_t T_I8;  typedef uint8_t T_U8;  typedef int16_t T_I16; typedef uint16_t T_U16;
+typedef int32_t T_I32; typedef uint32_t T_U32; typedef int64_t T_I64; typedef uint64_t T_U64;
+typedef float T_F32; typedef double T_F64; typedef long double T_F80;
+typedef float _Complex T_C32; typedef double _Complex T_C64; typedef long double _Complex T_C80;
+typedef bool T_BOOL;
+typedef nc_float_int T_FLOAT_INT; typedef nc_double_int T_DOUBLE_INT; typedef nc_long_int T_LONG_INT;
+typedef nc_int_int T_INT_INT; typedef nc_short_int T_SHORT_INT; typedef nc_long_double_int T_LONG_DOUBLE_INT;
+
+/* One expression per operation: b is the accumulator (higher ranks), a the incoming value. */
+#define E_SUM(a, b) ((a) + (b))
+#define E_PROD(a, b) ((a) * (b))
+#define E_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define E_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define E_LAND(a, b) ((a) && (b))
+#define E_LOR(a, b) ((a) || (b))
+#define E_LXOR(a, b) (!(a) != !(b))
+#define E_BAND(a, b) ((a) & (b))
+#define E_BOR(a, b) ((a) | (b))
+#define E_BXOR(a, b) ((a) ^ (b))
+/* MPI: the smaller (larger) value wins; on a tie, the smaller index. */
+#define E_MINLOC(a, b) ((a).v < (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
+#define E_MAXLOC(a, b) ((a).v > (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
+
+/* The loop is simple enough for the vectorizer; `in` and `inout` may not alias partially,
+ * as MPI forbids, but the compiler checks that at run time before using vector code. */
+#define NC_KERNEL(OP, ELEM)                                                             \
+    static void k_##OP##_##ELEM(const void *in, void *inout, size_t n, void *ctx)      \
+    {                                                                                   \
+        const T_##ELEM *a = in;                                                         \
+        T_##ELEM *b = inout;                                                            \
+        for (size_t i = 0; i < n; i++) b[i] = E_##OP(a[i], b[i]);                       \
+    }
+
+/* Which types each op is defined on (MPI-4.0 section 6.9.2). */
+#define NC_INTEGERS(X, OP) X(OP, I8) X(OP, U8) X(OP, I16) X(OP, U16) X(OP, I32) X(OP, U32) X(OP, I64) X(OP, U64)
+#define NC_FLOATS(X, OP) X(OP, F32) X(OP, F64) X(OP, F80)
+#define NC_COMPLEX(X, OP) X(OP, C32) X(OP, C64) X(OP, C80)
+#define NC_PAIRS(X, OP) X(OP, FLOAT_INT) X(OP, DOUBLE_INT) X(OP, LONG_INT) X(OP, INT_INT) X(OP, SHORT_INT) X(OP, LONG_DOUBLE_INT)
+
+#define NC_ARITH(X, OP) NC_INTEGERS(X, OP) NC_FLOATS(X, OP) NC_COMPLEX(X, OP)
+#define NC_ORDERED(X, OP) NC_INTEGERS(X, OP) NC_FLOATS(X, OP)
+#define NC_LOGICAL(X, OP) NC_INTEGERS(X, OP) X(OP, BOOL)
+#define NC_BITWISE(X, OP) NC_INTEGERS(X, OP)
+
+#define NC_DEFINED(X)                                                              \
+    NC_ARITH(X, SUM) NC_ARITH(X, PROD) NC_ORDERED(X, MIN) NC_ORDERED(X, MAX)       \
+    NC_LOGICAL(X, LAND) NC_LOGICAL(X, LOR) NC_LOGICAL(X, LXOR) NC_BITWISE(X, BAND) \
+    NC_BITWISE(X, BOR) NC_BITWISE(X, BXOR) NC_PAIRS(X, MINLOC) NC_PAIRS(X, MAXLOC)
+
+NC_DEFINED(NC_KERNEL)
+
+#define NC_TABLE_ENTRY(OP, ELEM) [NC_OP_##OP][NC_ELEM_##ELEM] = k_##OP##_##ELEM,
+static const nc_reduce_fn kernels[NC_OP_COUNT][NC_ELEM_COUNT] = {NC_DEFINED(NC_TABLE_ENTRY)};
+
+static const size_t elem_sizes[NC_ELEM_COUNT] = {
+#define NC_SIZE_ENTRY(ELEM) [NC_ELEM_##ELEM] = sizeof(T_##ELEM),
+    NC_ELEMS(NC_SIZE_ENTRY)
+};
+
+static const char *const op_names[] = {
+#define NC_OP_NAME(name) #name,
+    NC_OPS(NC_OP_NAME)
+};
+static const char *const elem_names[] = {
+#define NC_ELEM_NAME(name) #name,
+    NC_ELEMS(NC_ELEM_NAME)
+};
+
+nc_reduce_fn nc_kernel(nc_op_id op, nc_elem_id elem)
+{
+    return op < NC_OP_COUNT && elem < NC_ELEM_COUNT ? kernels[op][elem] : NULL;
+}
+
+size_t nc_elem_size(nc_elem_id elem) { return elem_sizes[elem]; }
+const char *nc_op_name(nc_op_id op) { return op_names[op]; }
+const char *nc_elem_name(nc_elem_id elem) { return elem_names[elem]; }
