@@ -6,7 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NC_COLLECTIVES(X) X(BARRIER, "barrier") X(BCAST, "bcast")
+/* Names match nodecoll-bench's --coll names. */
+#define NC_COLLECTIVES(X)                                                                  \
+    X(BARRIER, "barrier") X(BCAST, "bcast") X(REDUCE, "reduce") X(ALLREDUCE, "allreduce")  \
+    X(REDUCE_SCATTER, "reduce_scatter") X(REDUCE_SCATTER_BLOCK, "reduce_scatter_block")    \
+    X(SCAN, "scan") X(EXSCAN, "exscan") X(GATHER, "gather") X(GATHERV, "gatherv")          \
+    X(SCATTER, "scatter") X(SCATTERV, "scatterv") X(ALLGATHER, "allgather")                \
+    X(ALLGATHERV, "allgatherv") X(ALLTOALL, "alltoall") X(ALLTOALLV, "alltoallv")          \
+    X(ALLTOALLW, "alltoallw")
 
 /* Node-level algorithms, inter-node steps, staging, and every reason to use the host MPI. */
 #define NC_ALGORITHMS(X)                                                                   \
