@@ -7,19 +7,38 @@
 
 /* First matching row wins.  A row applies when the node has at most `max_ranks_setting`
  * ranks and the message has at least `min_bytes_setting` bytes (both read from the agreed
- * settings, so every rank decides alike), and single-copy works if the row needs it. */
+ * settings, so every rank decides alike), single-copy works where the row needs it (on this
+ * node, or on every node: a data-movement collective reads across the whole node from
+ * any rank), and the communicator spans one node if the row needs that. */
+enum { CMA_ANY, CMA_ON_NODE, CMA_EVERYWHERE };
+
 typedef struct nc_rule {
     nc_coll_id coll;
     nc_alg_id alg;
     size_t max_ranks_setting;
     size_t min_bytes_setting;
     int needs_cma;
+    int one_node;
 } nc_rule;
 
+#define NC_MOVE_RULES(coll)                                                            \
+    {coll, NC_ALG_CMA, NC_NO_SETTING, NC_NO_SETTING, CMA_EVERYWHERE, 0},                \
+    {coll, NC_ALG_PMPI_NO_CMA, NC_NO_SETTING, NC_NO_SETTING, CMA_ANY, 0}
+/* Alltoall* across nodes is not aggregated by the leaders yet. */
+#define NC_ALLTOALL_RULES(coll)                                                        \
+    {coll, NC_ALG_CMA, NC_NO_SETTING, NC_NO_SETTING, CMA_EVERYWHERE, 1},                \
+    {coll, NC_ALG_PMPI_MULTINODE, NC_NO_SETTING, NC_NO_SETTING, CMA_EVERYWHERE, 0},     \
+    {coll, NC_ALG_PMPI_NO_CMA, NC_NO_SETTING, NC_NO_SETTING, CMA_ANY, 0}
+
 static const nc_rule rules[] = {
-    {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_NO_SETTING, NC_NO_SETTING, 0},
-    {NC_COLL_BCAST, NC_ALG_CMA, NC_NO_SETTING, NC_SETTING(bcast_cma_min), 1},
-    {NC_COLL_BCAST, NC_ALG_SHM, NC_NO_SETTING, NC_NO_SETTING, 0},
+    {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_NO_SETTING, NC_NO_SETTING, CMA_ANY, 0},
+    {NC_COLL_BCAST, NC_ALG_CMA, NC_NO_SETTING, NC_SETTING(bcast_cma_min), CMA_ON_NODE, 0},
+    {NC_COLL_BCAST, NC_ALG_SHM, NC_NO_SETTING, NC_NO_SETTING, CMA_ANY, 0},
+    NC_MOVE_RULES(NC_COLL_GATHER), NC_MOVE_RULES(NC_COLL_GATHERV),
+    NC_MOVE_RULES(NC_COLL_SCATTER), NC_MOVE_RULES(NC_COLL_SCATTERV),
+    NC_MOVE_RULES(NC_COLL_ALLGATHER), NC_MOVE_RULES(NC_COLL_ALLGATHERV),
+    NC_ALLTOALL_RULES(NC_COLL_ALLTOALL), NC_ALLTOALL_RULES(NC_COLL_ALLTOALLV),
+    NC_ALLTOALL_RULES(NC_COLL_ALLTOALLW),
 };
 
 /* An explicit NODECOLL_<COLL>_ALG setting bypasses the table. */
@@ -51,7 +70,9 @@ static int rule_applies(const nc_rule *r, const nc_comm *c, size_t bytes)
         return 0;
     if (r->min_bytes_setting != NC_NO_SETTING && (int64_t)bytes < setting(c, r->min_bytes_setting))
         return 0;
-    return !r->needs_cma || c->node.cma;
+    if (r->one_node && nc_comm_multinode(c)) return 0;
+    if (r->needs_cma == CMA_ON_NODE) return c->node.cma;
+    return r->needs_cma != CMA_EVERYWHERE || c->cma_everywhere;
 }
 
 nc_alg_id nc_select(const nc_comm *c, nc_coll_id coll, size_t bytes)
@@ -61,4 +82,19 @@ nc_alg_id nc_select(const nc_comm *c, nc_coll_id coll, size_t bytes)
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (rules[i].coll == coll && rule_applies(&rules[i], c, bytes)) return rules[i].alg;
     return NC_ALG_COUNT; /* unreachable: every collective has a catch-all row */
+}
+
+nc_alg_id nc_select_spread(const nc_comm *c, size_t total, int skewed)
+{
+    int pow2 = (c->bridge.size & (c->bridge.size - 1)) == 0;
+    switch (c->cfg.allgatherv_alg) {
+    case NC_SPREAD_RING: return NC_ALG_RING;
+    case NC_SPREAD_DOUBLING: return pow2 ? NC_ALG_DOUBLING : NC_ALG_DISSEMINATION;
+    case NC_SPREAD_DISSEMINATION: return NC_ALG_DISSEMINATION;
+    default: break;
+    }
+    /* Seed 001: the ring is right for large uniform volumes only; a skewed set (or a small
+     * total, where latency counts) spreads along binomial patterns. */
+    if (!skewed && (int64_t)total >= c->cfg.allgatherv_ring_min) return NC_ALG_RING;
+    return pow2 ? NC_ALG_DOUBLING : NC_ALG_DISSEMINATION;
 }

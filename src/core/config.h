@@ -28,6 +28,7 @@ enum { NC_BARRIER_AUTO, NC_BARRIER_FLAT, NC_BARRIER_TREE, NC_BARRIER_DISSEMINATI
 enum { NC_BCAST_AUTO, NC_BCAST_SHM, NC_BCAST_CMA };
 enum { NC_MAP_BLOCK, NC_MAP_CYCLIC };
 enum { NC_CMA_AUTO, NC_CMA_OFF };
+enum { NC_SPREAD_AUTO, NC_SPREAD_RING, NC_SPREAD_DOUBLING, NC_SPREAD_DISSEMINATION };
 
 int nc_setting_count(void);
 const nc_setting_info *nc_setting(int index);

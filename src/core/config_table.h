@@ -45,6 +45,23 @@
   X(cma_push_min,        SIZE, 65536,    0, 1099511627776, NULL, \
     "From this size up a single-copy Bcast whose root feeds every other rank directly also has the " \
     "root write a share into the receivers' buffers while they read the rest (0: never).") \
+  X(move_slot,           SIZE, 16384,    0, 67108864, NULL, \
+    "Gather/Scatter/Allgather/Alltoall families: a rank's published data up to this many bytes is copied " \
+    "into its shared slot (readers copy it out, the publisher returns at once); larger data is read straight " \
+    "from the publisher's buffer with single copy.") \
+  X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
+    "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (seed 001's bins; " \
+    "zero-size peers are always skipped).") \
+  X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
+    "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
+    "doubling or dissemination for small or skewed ones; recursive doubling needs a power-of-two node count).") \
+  X(allgatherv_ring_min, SIZE, 262144,   0, 1099511627776, NULL, \
+    "auto uses the ring across nodes from this total size up, unless the node volumes are skewed.") \
+  X(allgatherv_outlier_ratio, INT, 8,    1, 1000000000, NULL, \
+    "Node volumes are skewed when the largest is at least this many times the volume at the outlier fraction " \
+    "(seed 001's k-select outlier ratio).") \
+  X(allgatherv_outlier_fraction, INT, 50, 1, 100,     NULL, \
+    "Percentile (of node volumes, smallest first) the largest volume is compared with by the outlier ratio.") \
   X(cma,                 ENUM, 0,        0, 1,        "auto|off", \
     "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \

@@ -29,6 +29,10 @@ typedef struct nc_node {
     nc_slot_use *slot_use;                 /* per ring segment */
     nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
     uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
+    uint64_t move_seq;   /* data-movement rounds (coll/move.h) */
+    uint64_t move_readers_seq; /* round whose readers may still read my move area (0: none) */
+    int move_nreaders;
+    int *move_readers;   /* node ranks that read my move area in that round */
 } nc_node;
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)
@@ -39,6 +43,11 @@ static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)
 static inline char *nc_node_ring(const nc_node *n, int rank, uint64_t frag)
 {
     return nc_segment_ring(n->base, &n->layout, rank, frag);
+}
+
+static inline char *nc_node_move_area(const nc_node *n, int rank)
+{
+    return nc_segment_move_area(n->base, &n->layout, rank);
 }
 
 #endif

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define NC_SEGMENT_MAGIC 0x6e6f6465636f6c6cULL /* "nodecoll" */
-#define NC_SEGMENT_VERSION 1
+#define NC_SEGMENT_VERSION 2
 #define NC_NAME_PREFIX "nodecoll."
 
 typedef struct nc_segment_header {
@@ -36,14 +36,15 @@ static size_t page_size(void)
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg)
+nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg, size_t move_bytes)
 {
     nc_layout l;
     l.nranks = nranks;
     l.nseg = nseg;
     l.seg_size = round_up(seg_size, page_size());
     l.ctl_bytes = round_up(sizeof(nc_rank_ctl), page_size());
-    l.rank_stride = l.ctl_bytes + (size_t)nseg * l.seg_size;
+    l.move_bytes = round_up(move_bytes, page_size());
+    l.rank_stride = l.ctl_bytes + (size_t)nseg * l.seg_size + l.move_bytes;
     l.header_bytes = round_up(sizeof(nc_segment_header), page_size());
     l.total = l.header_bytes + (size_t)nranks * l.rank_stride;
     return l;

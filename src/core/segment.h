@@ -1,11 +1,12 @@
 /* The shared-memory segment of one node communicator.
  *
- *   +-------------+----------------------------------+----------------------------------+---
- *   | header page | rank 0: control page | ring       | rank 1: control page | ring       |...
- *   +-------------+----------------------------------+----------------------------------+---
+ *   +-------------+---------------------------------------+-----------------------------
+ *   | header page | rank 0: control page | ring | move area | rank 1: control page | ...
+ *   +-------------+---------------------------------------+-----------------------------
  *
  * A rank's control page holds its flags (one 128-byte line pair each, small fragments
- * inline); its ring holds `nseg` pipeline segments of `seg_size` bytes.  Each rank writes only its own control page and
+ * inline); its ring holds `nseg` pipeline segments of `seg_size` bytes; its move area holds
+ * what it publishes to the data-movement collectives (a table of spans, small payloads).  Each rank writes only its own control page and
  * ring, reserves (fallocate) and first-touches them itself so the pages live on its NUMA
  * node, and reads everybody's. */
 #ifndef NC_SEGMENT_H
@@ -32,6 +33,8 @@ typedef struct nc_rank_ctl {
     nc_flag push;   /* fragments this rank has written into its children's buffers */
     nc_flag info;   /* written once at setup: aux[0] pid, aux[1] address of a probe word */
     nc_flag inline_frags[NC_INLINE_SLOTS]; /* fragments small enough to ride in the flag */
+    nc_flag move_pub;  /* data-movement round published (aux: buffer, flags, bytes; see coll/move.h) */
+    nc_flag move_done; /* data-movement round whose reads this rank has finished */
 } nc_rank_ctl;
 
 typedef struct nc_layout {
@@ -39,12 +42,13 @@ typedef struct nc_layout {
     int nseg;
     size_t seg_size;    /* multiple of the page size */
     size_t ctl_bytes;   /* control page(s) of one rank */
-    size_t rank_stride; /* control + ring of one rank */
+    size_t move_bytes;  /* move area of one rank (multiple of the page size) */
+    size_t rank_stride; /* control + ring + move area of one rank */
     size_t header_bytes;
     size_t total;
 } nc_layout;
 
-nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg);
+nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg, size_t move_bytes);
 
 /* Creates a new uniquely named segment (not yet reserved or touched) and maps it. */
 int nc_segment_create(const nc_layout *l, char name[NC_SEGMENT_NAME_MAX], int *fd, void **base);
@@ -66,6 +70,11 @@ static inline char *nc_segment_ring(void *base, const nc_layout *l, int rank, ui
 {
     return (char *)nc_segment_ctl(base, l, rank) + l->ctl_bytes +
            (size_t)(frag % (uint64_t)l->nseg) * l->seg_size;
+}
+
+static inline char *nc_segment_move_area(void *base, const nc_layout *l, int rank)
+{
+    return (char *)nc_segment_ctl(base, l, rank) + l->ctl_bytes + (size_t)l->nseg * l->seg_size;
 }
 
 /* Bytes of shared memory this process has mapped for segments (for NODECOLL_SHM_CAP). */

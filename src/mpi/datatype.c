@@ -92,6 +92,8 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
     return 0;
 }
 
+int nc_datatype_describe(MPI_Datatype type, int *size, int *dense) { return describe_type(type, size, dense); }
+
 /* MPI_Pack and MPI_Unpack count bytes in int: move the data in pieces of whole elements, each
  * below INT_MAX bytes, so a message of any size stays on the same path on every rank. */
 static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)

@@ -23,6 +23,10 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
 /* Unpacks into the user buffer if `drain` and frees the staging copy; returns an MPI error code. */
 int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain);
 
+/* 0 and the type's size and whether its elements lie back to back with no gaps (used in
+ * place), or 1 if the type cannot be used (null, uncommitted). */
+int nc_datatype_describe(MPI_Datatype type, int *size, int *dense);
+
 /* Marks committed derived types (MPI has no query for it); called from MPI_Type_commit. */
 void nc_datatype_mark_committed(MPI_Datatype type);
 void nc_datatype_release_keyval(void);

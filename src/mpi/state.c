@@ -10,6 +10,8 @@
 #include "../core/cma.h"
 #include "../core/fatal.h"
 #include "../core/segment.h"
+#include "../coll/move.h"
+#include <sys/mman.h>
 
 static int comm_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
@@ -64,6 +66,42 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
         if (err != MPI_SUCCESS) return err;
     }
     return MPI_SUCCESS;
+}
+
+/* Tag of bridge exchanges: the bridge communicator is private, so any fixed tag is ours. */
+#define NC_BRIDGE_TAG 0x6e63
+
+/* MPI counts are ints: a message of any size travels as pieces of at most 1 GiB (both
+ * sides cut it the same way, and MPI keeps messages of one pair and tag in order). */
+static int pieces_of(size_t bytes) { return (int)((bytes + ((size_t)1 << 30) - 1) >> 30); }
+
+static int post_pieces(const nc_xfer *x, int n, int send, MPI_Comm comm, MPI_Request *req, int *nreq)
+{
+    const size_t piece = (size_t)1 << 30;
+    for (int i = 0; i < n; i++)
+        for (size_t off = 0; off < x[i].bytes; off += piece) {
+            int len = (int)(x[i].bytes - off < piece ? x[i].bytes - off : piece);
+            char *at = (char *)x[i].buf + off;
+            int err = send ? PMPI_Isend(at, len, MPI_BYTE, x[i].peer, NC_BRIDGE_TAG, comm, &req[(*nreq)++])
+                           : PMPI_Irecv(at, len, MPI_BYTE, x[i].peer, NC_BRIDGE_TAG, comm, &req[(*nreq)++]);
+            if (err != MPI_SUCCESS) return err;
+        }
+    return MPI_SUCCESS;
+}
+
+static int bridge_exchange(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs)
+{
+    MPI_Comm comm = *(MPI_Comm *)ctx;
+    int total = 0, nreq = 0;
+    for (int i = 0; i < nsends; i++) total += pieces_of(sends[i].bytes);
+    for (int i = 0; i < nrecvs; i++) total += pieces_of(recvs[i].bytes);
+    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(total ? total : 1));
+    if (!req) nc_fatal("out of memory for %d bridge requests", total);
+    int err = post_pieces(recvs, nrecvs, 0, comm, req, &nreq);
+    if (err == MPI_SUCCESS) err = post_pieces(sends, nsends, 1, comm, req, &nreq);
+    int wait_err = PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    free(req);
+    return err != MPI_SUCCESS ? err : wait_err;
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
@@ -125,7 +163,16 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
         c->node_rank_of[r] = table[2 * r + 1];
     }
     free(table);
-    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast};
+    /* Node-sorted order: members of node 0 by node rank, then node 1, ... (counting sort). */
+    c->node_start = calloc((size_t)shared[1] + 1, sizeof(int));
+    c->node_members = malloc(sizeof(int) * (size_t)c->size);
+    if (!c->node_start || !c->node_members) nc_fatal("out of memory for rank tables");
+    for (int r = 0; r < c->size; r++) c->node_start[c->node_of[r] + 1]++;
+    for (int k = 0; k < shared[1]; k++) c->node_start[k + 1] += c->node_start[k];
+    for (int r = 0; r < c->size; r++)
+        c->node_members[c->node_start[c->node_of[r]] + c->node_rank_of[r]] = r;
+    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast,
+                            bridge_exchange};
     return MPI_SUCCESS;
 }
 
@@ -144,6 +191,33 @@ static int probe_single_copy(nc_node *n)
     return 1;
 }
 
+static void alloc_node_state(nc_comm *c, int oversubscribed)
+{
+    nc_node *n = &c->node;
+    n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
+    n->pids = calloc((size_t)n->size, sizeof *n->pids);
+    n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
+    n->cons_seen = calloc((size_t)n->size, sizeof *n->cons_seen);
+    n->move_readers = calloc((size_t)n->size, sizeof *n->move_readers);
+    if (!n->pids || !n->slot_use || !n->cons_seen || !n->move_readers) nc_fatal("out of memory for node state");
+}
+
+/* A node of one rank shares nothing, but the algorithms still publish to (and read from)
+ * themselves: its "segment" is private anonymous memory (pages appear only when touched). */
+static int map_private_node(nc_mpi_comm *s)
+{
+    nc_comm *c = &s->coll;
+    nc_node *n = &c->node;
+    n->layout = nc_layout_make(1, (size_t)c->cfg.segment_size, (int)c->cfg.segments, nc_move_area_bytes(c));
+    void *p = mmap(NULL, n->layout.total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    n->base = p;
+    s->private_node = 1;
+    alloc_node_state(c, 0);
+    n->pids[0] = getpid();
+    return 1;
+}
+
 /* Maps the node's segment: the leader creates it, everyone reserves and first-touches its
  * own part, and the name is unlinked as soon as all have mapped it, so no exit path (even
  * SIGKILL) can leave it behind.  Returns 1 if the whole node succeeded. */
@@ -151,7 +225,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
 {
     nc_comm *c = &s->coll;
     nc_node *n = &c->node;
-    n->layout = nc_layout_make(n->size, (size_t)c->cfg.segment_size, (int)c->cfg.segments);
+    n->layout = nc_layout_make(n->size, (size_t)c->cfg.segment_size, (int)c->cfg.segments, nc_move_area_bytes(c));
     int ok = nc_segment_mapped_bytes() + n->layout.total <= (size_t)c->cfg.shm_cap;
     if (!all_agree(ok, s->node_comm)) {
         say(&c->cfg, 1, s->comm, "NODECOLL_SHM_CAP reached: this communicator uses the host MPI");
@@ -179,11 +253,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
     if (n->rank == 0 && name[0]) nc_segment_unlink(name);
     if (!ok) return 0;
 
-    n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
-    n->pids = calloc((size_t)n->size, sizeof *n->pids);
-    n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
-    n->cons_seen = calloc((size_t)n->size, sizeof *n->cons_seen);
-    if (!n->pids || !n->slot_use || !n->cons_seen) nc_fatal("out of memory for node state");
+    alloc_node_state(c, oversubscribed);
     int cma_ok = 0;
     if (c->cfg.cma != NC_CMA_OFF) {
         nc_cma_allow_readers();
@@ -213,10 +283,12 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     split_node(s, comm, &physical_size);
     build_bridge_and_tables(s, comm);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int ok = c->node.size == 1 || map_segment(s, cores > 0 && physical_size > cores);
+    int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores);
     /* One node without shared memory would leave the others waiting in a different
      * algorithm: the whole communicator falls back together. */
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
+    /* A one-rank node reads from nobody: it never blocks single-copy collectives. */
+    c->cma_everywhere = all_agree(c->node.size == 1 || c->node.cma, comm);
     say(&c->cfg, 2, comm, c->node.cma ? "accelerated (single-copy available)" : "accelerated");
     return NC_ALG_COUNT;
 }
@@ -224,19 +296,24 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
 static void release_resources(nc_mpi_comm *s)
 {
     nc_node *n = &s->coll.node;
-    if (n->base) nc_segment_unmap(n->base, &n->layout);
+    if (n->base && s->private_node) munmap(n->base, n->layout.total);
+    else if (n->base) nc_segment_unmap(n->base, &n->layout);
     n->base = NULL;
     if (s->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->node_comm);
     if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
     free(n->pids);
     free(n->slot_use);
     free(n->cons_seen);
+    free(n->move_readers);
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
+    free(s->coll.node_members);
+    free(s->coll.node_start);
     n->pids = NULL;
     n->slot_use = NULL;
     n->cons_seen = NULL;
-    s->coll.node_of = s->coll.node_rank_of = NULL;
+    n->move_readers = NULL;
+    s->coll.node_of = s->coll.node_rank_of = s->coll.node_members = s->coll.node_start = NULL;
 }
 
 static nc_mpi_comm *create(MPI_Comm comm)

@@ -12,6 +12,7 @@ typedef struct nc_mpi_comm {
     nc_alg_id fallback;   /* NC_ALG_COUNT when accelerated, else why the host MPI runs it */
     MPI_Comm comm;        /* the user's communicator (for clean-up at MPI_Finalize) */
     MPI_Comm node_comm, bridge_comm;
+    int private_node;     /* a one-rank node: its "segment" is private memory, not shared */
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
 

@@ -1,0 +1,316 @@
+/* MPI_Gather(v) and MPI_Scatter(v) (seed 002's node-then-bridge shape, seed 001's rule that
+ * zero-size peers are never contacted).
+ *
+ * One node: the root reads every non-empty block straight from its sender's buffer
+ * (gather), or every receiver reads its block straight from the root's buffer (scatter),
+ * one single-copy call per block; small blocks go through the publisher's slot (move.h).
+ *
+ * Several nodes: each node's blocks are collected at its leader (node-sorted), the leaders
+ * exchange node blocks over the bridge with the root's leader, and the root (gather) or
+ * every receiver (scatter) reads its data from its leader. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "move.h"
+#include "select.h"
+#include "../core/fatal.h"
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+/* ---- one node ------------------------------------------------------------------------ */
+
+static void gather_on_node(nc_comm *c, const void *send, size_t send_bytes, const nc_vec *recv, int root)
+{
+    nc_node *n = &c->node;
+    uint64_t seq = nc_move_round(n);
+    int root_nr = c->node_rank_of[root];
+    if (c->rank != root) {
+        if (send_bytes) nc_move_publish_block(c, seq, send, send_bytes, &root_nr, 1);
+        return;
+    }
+    for (int i = 0; i < c->size; i++) {
+        size_t len = nc_vec_len(recv, i);
+        if (!len) continue;
+        if (i == c->rank) {
+            if (send) memcpy(nc_vec_at(recv, i), send, min_size(len, send_bytes));
+            continue;
+        }
+        nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
+        nc_move_read(c, &p, 0, nc_vec_at(recv, i), min_size(len, p.bytes));
+    }
+    nc_move_done(n, seq);
+}
+
+/* The root's span table: block i of `send` for every rank i that gets data (slot copies
+ * compacted).  Returns whether the data went into the slot; lists the readers. */
+static int publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int skip, int *readers, int *nreaders)
+{
+    char *slot;
+    nc_span *table = nc_move_claim(c, &slot);
+    size_t total = 0;
+    *nreaders = 0;
+    for (int i = 0; i < c->size; i++)
+        if (i != skip) total += nc_vec_len(send, i);
+    int in_slot = nc_move_use_slot(c, total);
+    size_t at = 0;
+    for (int i = 0; i < c->size; i++) {
+        size_t len = nc_vec_len(send, i);
+        if (i == skip || !len) continue;
+        table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
+        if (in_slot) memcpy(slot + at, nc_vec_at(send, i), len);
+        at += len;
+        readers[(*nreaders)++] = c->node_rank_of[i];
+    }
+    nc_move_publish(&c->node, seq, send->base, in_slot, total);
+    return in_slot;
+}
+
+static void scatter_on_node(nc_comm *c, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+{
+    nc_node *n = &c->node;
+    uint64_t seq = nc_move_round(n);
+    if (c->rank == root) {
+        int nreaders;
+        int in_slot = publish_blocks(c, seq, send, root, n->move_readers, &nreaders);
+        if (recv) memcpy(recv, nc_vec_at(send, root), min_size(recv_bytes, nc_vec_len(send, root)));
+        nc_move_done(n, seq);
+        nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
+        return;
+    }
+    if (recv_bytes) {
+        nc_pub p = nc_move_await(c, c->node_rank_of[root], seq);
+        nc_move_read_span(c, &p, c->rank, recv, recv_bytes);
+    }
+    nc_move_done(n, seq);
+}
+
+/* ---- several nodes ------------------------------------------------------------------- */
+
+/* Root's node, round 1: the root publishes its block for its leader together with every
+ * node's total (its span table, indexed by node), which only the root knows. */
+static void root_offers_block_and_totals(nc_comm *c, uint64_t seq, const void *mine, size_t bytes, const nc_vec *recv)
+{
+    char *slot;
+    nc_span *table = nc_move_claim(c, &slot);
+    size_t *sorted = nc_move_sorted_offsets(c, recv);
+    for (int k = 0; k < c->bridge.size; k++)
+        table[k] = (nc_span){nc_move_node_off(c, sorted, k), nc_move_node_bytes(c, sorted, k)};
+    free(sorted);
+    static const int leader = 0;
+    nc_move_offer(c, seq, slot, mine, bytes, &leader, 1);
+}
+
+/* The root's leader: receives every other node's region into the node-sorted buffer. */
+static int receive_node_regions(nc_comm *c, char *all, const nc_span *totals, int root_node)
+{
+    int nodes = c->bridge.size, nrecv = 0;
+    nc_xfer *recvs = nc_move_alloc(sizeof(nc_xfer) * (size_t)nodes);
+    for (int k = 0; k < nodes; k++)
+        if (k != root_node && totals[k].len) recvs[nrecv++] = (nc_xfer){k, all + totals[k].off, totals[k].len};
+    int err = c->bridge.exchange(c->bridge.ctx, NULL, 0, recvs, nrecv);
+    free(recvs);
+    return err;
+}
+
+/* Round 2 on the root's node: the root reads every other rank's block from its leader. */
+static void root_reads_from_leader(nc_comm *c, uint64_t seq, const nc_vec *recv, int root)
+{
+    nc_pub p = nc_move_await(c, 0, seq);
+    size_t *sorted = nc_move_sorted_offsets(c, recv);
+    for (int i = 0; i < c->size; i++)
+        if (i != root) nc_move_read(c, &p, sorted[i], nc_vec_at(recv, i), nc_vec_len(recv, i));
+    free(sorted);
+    nc_move_done(&c->node, seq);
+}
+
+static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, const nc_vec *recv, int root)
+{
+    nc_node *n = &c->node;
+    int root_node = c->node_of[root], is_root = c->rank == root, err = 0;
+    const void *mine = send ? send : nc_vec_at(recv, root); /* in place happens at the root only */
+    uint64_t seq = nc_move_round(n);
+    if (c->node_of[c->rank] != root_node) {
+        char *region = NULL;
+        size_t bytes = nc_move_collect(c, seq, send, send_bytes, &region);
+        nc_xfer to_root = {root_node, region, bytes};
+        if (nc_comm_is_leader(c) && bytes) err = c->bridge.exchange(c->bridge.ctx, &to_root, 1, NULL, 0);
+        free(region);
+        return err;
+    }
+    if (is_root && !nc_comm_is_leader(c)) root_offers_block_and_totals(c, seq, mine, send_bytes, recv);
+    if (nc_comm_is_leader(c)) {
+        nc_span *totals = nc_move_alloc(sizeof(nc_span) * (size_t)c->bridge.size);
+        if (is_root) {
+            size_t *sorted = nc_move_sorted_offsets(c, recv);
+            for (int k = 0; k < c->bridge.size; k++)
+                totals[k] = (nc_span){nc_move_node_off(c, sorted, k), nc_move_node_bytes(c, sorted, k)};
+            free(sorted);
+        } else {
+            nc_pub rp = nc_move_await(c, c->node_rank_of[root], seq);
+            memcpy(totals, rp.table, sizeof(nc_span) * (size_t)c->bridge.size);
+        }
+        size_t all_bytes = totals[c->bridge.size - 1].off + totals[c->bridge.size - 1].len;
+        char *all = nc_move_alloc(all_bytes), *mine_region = all + totals[root_node].off;
+        nc_move_collect(c, seq, is_root ? mine : send, send_bytes, &mine_region);
+        err = receive_node_regions(c, all, totals, root_node);
+        free(totals);
+        uint64_t seq2 = nc_move_round(n);
+        int root_nr = c->node_rank_of[root];
+        nc_move_claim(c, NULL);
+        nc_move_publish(n, seq2, all, 0, all_bytes);
+        if (is_root) root_reads_from_leader(c, seq2, recv, root);
+        nc_move_release(n, seq2, 0, &root_nr, 1);
+        free(all);
+    } else {
+        if (!is_root) nc_move_collect(c, seq, send, send_bytes, NULL);
+        uint64_t seq2 = nc_move_round(n);
+        if (is_root) root_reads_from_leader(c, seq2, recv, root);
+    }
+    if (is_root && send) memcpy(nc_vec_at(recv, root), send, min_size(nc_vec_len(recv, root), send_bytes));
+    return err;
+}
+
+/* Root's node, scatter: the root publishes a span for every rank (empty ones included, so
+ * its leader learns every length); its node's members read their own span, the leader reads
+ * every other node's blocks into a node-sorted buffer and sends each node its region. */
+static int root_publishes_all_spans(nc_comm *c, uint64_t seq, const nc_vec *send, int root)
+{
+    nc_node *n = &c->node;
+    char *slot;
+    nc_span *table = nc_move_claim(c, &slot);
+    size_t total = 0, at = 0;
+    for (int i = 0; i < c->size; i++) total += i == root ? 0 : nc_vec_len(send, i);
+    int in_slot = nc_move_use_slot(c, total), nreaders = 0;
+    for (int i = 0; i < c->size; i++) {
+        size_t len = i == root ? 0 : nc_vec_len(send, i);
+        table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
+        if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
+        at += len;
+        /* Readers: my node's receivers, and my leader, which serves the other nodes. */
+        int local = c->node_of[i] == c->node_of[root];
+        if (i != root && local && (len || c->node_rank_of[i] == 0)) n->move_readers[nreaders++] = c->node_rank_of[i];
+    }
+    nc_move_publish(n, seq, send->base, in_slot, total);
+    n->move_nreaders = nreaders;
+    return in_slot;
+}
+
+/* The root's leader: every other node's blocks, node-sorted, sent to each node's leader. */
+static int leader_forwards_regions(nc_comm *c, uint64_t seq, const nc_pub *p, int root)
+{
+    size_t *lens = nc_move_alloc(sizeof(size_t) * (size_t)c->size);
+    for (int i = 0; i < c->size; i++) lens[i] = p->table[i].len;
+    nc_vec by_len = {.lens = lens};
+    size_t *sorted = nc_move_sorted_offsets(c, &by_len);
+    char *all = nc_move_alloc(sorted[c->size]);
+    int nodes = c->bridge.size, nsend = 0, root_node = c->node_of[root];
+    for (int i = 0; i < c->size; i++)
+        if (c->node_of[i] != root_node) nc_move_read_span(c, p, i, all + sorted[i], lens[i]);
+    nc_move_done(&c->node, seq); /* the root may reuse its buffer while I talk to the other nodes */
+    nc_xfer *sends = nc_move_alloc(sizeof(nc_xfer) * (size_t)nodes);
+    for (int k = 0; k < nodes; k++) {
+        size_t bytes = nc_move_node_bytes(c, sorted, k);
+        if (k != root_node && bytes) sends[nsend++] = (nc_xfer){k, all + nc_move_node_off(c, sorted, k), bytes};
+    }
+    int err = c->bridge.exchange(c->bridge.ctx, sends, nsend, NULL, 0);
+    free(sends);
+    free(all);
+    free(sorted);
+    free(lens);
+    return err;
+}
+
+static int scatter_from_root_node(nc_comm *c, uint64_t seq, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+{
+    nc_node *n = &c->node;
+    int err = 0, in_slot = 0;
+    if (c->rank == root) {
+        in_slot = root_publishes_all_spans(c, seq, send, root);
+        if (recv) memcpy(recv, nc_vec_at(send, root), min_size(recv_bytes, nc_vec_len(send, root)));
+    }
+    if (recv_bytes || nc_comm_is_leader(c)) {
+        nc_pub p = nc_move_await(c, c->node_rank_of[root], seq);
+        if (c->rank != root) nc_move_read_span(c, &p, c->rank, recv, recv_bytes);
+        if (nc_comm_is_leader(c)) err = leader_forwards_regions(c, seq, &p, root);
+    }
+    nc_move_done(n, seq);
+    if (c->rank == root) nc_move_release(n, seq, in_slot, n->move_readers, n->move_nreaders);
+    return err;
+}
+
+/* Other nodes: the members tell the leader how much they expect, the leader receives its
+ * node's region from the root's leader and the members read their part from it. */
+static int scatter_to_other_node(nc_comm *c, uint64_t seq, void *recv, size_t recv_bytes, int root)
+{
+    nc_node *n = &c->node;
+    static const int leader = 0;
+    int err = 0;
+    if (!nc_comm_is_leader(c)) {
+        nc_move_publish_block(c, seq, NULL, recv_bytes, &leader, 1);
+        uint64_t seq2 = nc_move_round(n);
+        if (recv_bytes) {
+            nc_pub p = nc_move_await(c, 0, seq2);
+            nc_move_read_span(c, &p, c->rank, recv, recv_bytes);
+        }
+        nc_move_done(n, seq2);
+        return 0;
+    }
+    int first = c->node_start[c->node_of[c->rank]];
+    size_t total = recv_bytes;
+    for (int r = 1; r < n->size; r++) total += nc_move_await(c, r, seq).bytes;
+    nc_move_done(n, seq);
+    char *region = nc_move_alloc(total);
+    nc_xfer from_root = {c->node_of[root], region, total};
+    if (total) err = c->bridge.exchange(c->bridge.ctx, NULL, 0, &from_root, 1);
+    uint64_t seq2 = nc_move_round(n);
+    char *slot;
+    nc_span *table = nc_move_claim(c, &slot);
+    size_t at = 0;
+    int nreaders = 0;
+    for (int r = 0; r < n->size; r++) {
+        int who = c->node_members[first + r];
+        size_t len = r ? nc_move_await(c, r, seq).bytes : recv_bytes;
+        table[who] = (nc_span){at, len};
+        at += len;
+        if (r && len) n->move_readers[nreaders++] = r;
+    }
+    if (recv_bytes) memcpy(recv, region, recv_bytes);
+    nc_move_offer(c, seq2, slot, region, total, n->move_readers, nreaders);
+    free(region);
+    return err;
+}
+
+static int scatter_across_nodes(nc_comm *c, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+{
+    uint64_t seq = nc_move_round(&c->node);
+    if (c->node_of[c->rank] == c->node_of[root]) return scatter_from_root_node(c, seq, send, recv, recv_bytes, root);
+    return scatter_to_other_node(c, seq, recv, recv_bytes, root);
+}
+
+int nc_gatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes, const nc_vec *recv, int root)
+{
+    nc_alg_id alg = nc_select(c, coll, send_bytes);
+    int err = 0;
+    if (nc_comm_multinode(c)) {
+        err = gather_across_nodes(c, send, send_bytes, recv, root);
+        if (nc_comm_is_leader(c)) nc_stats_count(coll, NC_ALG_BRIDGE, send_bytes);
+    } else {
+        gather_on_node(c, send, send_bytes, recv, root);
+    }
+    nc_stats_count(coll, alg, send_bytes);
+    return err;
+}
+
+int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+{
+    nc_alg_id alg = nc_select(c, coll, recv_bytes);
+    int err = 0;
+    if (nc_comm_multinode(c)) {
+        err = scatter_across_nodes(c, send, recv, recv_bytes, root);
+        if (nc_comm_is_leader(c)) nc_stats_count(coll, NC_ALG_BRIDGE, recv_bytes);
+    } else {
+        scatter_on_node(c, send, recv, recv_bytes, root);
+    }
+    nc_stats_count(coll, alg, recv_bytes);
+    return err;
+}

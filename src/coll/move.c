@@ -1,0 +1,169 @@
+#include "move.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/cma.h"
+#include "../core/fatal.h"
+
+size_t nc_move_table_bytes(const nc_comm *c)
+{
+    size_t bytes = (size_t)c->size * sizeof(nc_span);
+    return (bytes + 127) / 128 * 128; /* the slot payload starts on a line of its own */
+}
+
+size_t nc_move_area_bytes(const nc_comm *c) { return nc_move_table_bytes(c) + (size_t)c->cfg.move_slot; }
+
+size_t nc_move_slot_bytes(const nc_comm *c) { return c->node.layout.move_bytes - nc_move_table_bytes(c); }
+
+int nc_move_use_slot(const nc_comm *c, size_t bytes)
+{
+    return bytes <= (size_t)c->cfg.move_slot && bytes <= nc_move_slot_bytes(c);
+}
+
+static void wait_done(nc_node *n, const int *ranks, int count, uint64_t seq)
+{
+    for (int i = 0; i < count; i++) nc_wait_ge(&nc_node_ctl(n, ranks[i])->move_done, seq, &n->wait);
+}
+
+nc_span *nc_move_claim(nc_comm *c, char **slot)
+{
+    nc_node *n = &c->node;
+    if (n->move_readers_seq) {
+        wait_done(n, n->move_readers, n->move_nreaders, n->move_readers_seq);
+        n->move_readers_seq = 0;
+    }
+    char *area = nc_node_move_area(n, n->rank);
+    if (slot) *slot = area + nc_move_table_bytes(c);
+    return (nc_span *)area;
+}
+
+void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes)
+{
+    nc_flag *f = &nc_node_ctl(n, n->rank)->move_pub;
+    atomic_store_explicit(&f->aux[0], (uint64_t)(uintptr_t)base, memory_order_relaxed);
+    atomic_store_explicit(&f->aux[1], (uint64_t)in_slot, memory_order_relaxed);
+    atomic_store_explicit(&f->aux[2], bytes, memory_order_relaxed);
+    nc_flag_post(f, seq);
+}
+
+void nc_move_release(nc_node *n, uint64_t seq, int in_slot, const int *readers, int nreaders)
+{
+    if (!in_slot) {
+        wait_done(n, readers, nreaders, seq);
+        return;
+    }
+    if (readers != n->move_readers) memcpy(n->move_readers, readers, (size_t)nreaders * sizeof *readers);
+    n->move_nreaders = nreaders;
+    n->move_readers_seq = nreaders ? seq : 0;
+}
+
+nc_pub nc_move_await(nc_comm *c, int peer, uint64_t seq)
+{
+    nc_node *n = &c->node;
+    const nc_flag *f = &nc_node_ctl(n, peer)->move_pub;
+    nc_wait_ge(f, seq, &n->wait);
+    nc_pub p = {peer, (int)atomic_load_explicit(&f->aux[1], memory_order_relaxed),
+                (const char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed),
+                atomic_load_explicit(&f->aux[2], memory_order_relaxed),
+                (const nc_span *)nc_node_move_area(n, peer)};
+    return p;
+}
+
+void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len)
+{
+    nc_node *n = &c->node;
+    if (!len) return;
+    if (p->in_slot) {
+        memcpy(dst, nc_node_move_area(n, p->rank) + nc_move_table_bytes(c) + off, len);
+    } else if (p->rank == n->rank) {
+        memcpy(dst, p->base + off, len);
+    } else {
+        int err = nc_cma_read(n->pids[p->rank], p->base + off, dst, len);
+        if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", p->rank, err);
+    }
+}
+
+void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len)
+{
+    nc_span s = p->table[comm_rank];
+    nc_move_read(c, p, s.off, dst, len < s.len ? len : (size_t)s.len);
+}
+
+void nc_move_done(nc_node *n, uint64_t seq) { nc_flag_post(&nc_node_ctl(n, n->rank)->move_done, seq); }
+
+/* ---- building blocks ------------------------------------------------------------------ */
+
+void *nc_move_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) nc_fatal("cannot allocate %zu bytes of staging for a data-movement collective", bytes);
+    return p;
+}
+
+int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes)
+{
+    int in_slot = !data || nc_move_use_slot(c, bytes);
+    if (data && in_slot && bytes) memcpy(slot, data, bytes);
+    nc_move_publish(&c->node, seq, data, in_slot, bytes);
+    return in_slot;
+}
+
+void nc_move_offer(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes, const int *readers, int nreaders)
+{
+    int in_slot = nc_move_put(c, seq, slot, data, bytes);
+    nc_move_release(&c->node, seq, in_slot, readers, nreaders);
+}
+
+void nc_move_publish_block(nc_comm *c, uint64_t seq, const void *data, size_t bytes, const int *readers, int nreaders)
+{
+    char *slot;
+    nc_move_claim(c, &slot);
+    nc_move_offer(c, seq, slot, data, bytes, readers, nreaders);
+}
+
+size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst)
+{
+    nc_node *n = &c->node;
+    static const int leader = 0;
+    if (!nc_comm_is_leader(c)) {
+        nc_move_publish_block(c, seq, data, bytes, &leader, 1);
+        return 0;
+    }
+    size_t total = bytes;
+    for (int r = 1; r < n->size; r++) total += nc_move_await(c, r, seq).bytes;
+    if (!*dst) *dst = nc_move_alloc(total);
+    if (bytes) memcpy(*dst, data, bytes);
+    size_t at = bytes;
+    for (int r = 1; r < n->size; r++) {
+        nc_pub p = nc_move_await(c, r, seq);
+        nc_move_read(c, &p, 0, *dst + at, p.bytes);
+        at += p.bytes;
+    }
+    nc_move_done(n, seq);
+    return total;
+}
+
+size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v)
+{
+    size_t *off = nc_move_alloc(sizeof(size_t) * ((size_t)c->size + 1));
+    size_t at = 0;
+    for (int k = 0; k < c->size; k++) {
+        int r = c->node_members[k];
+        off[r] = at;
+        at += nc_vec_len(v, r);
+    }
+    off[c->size] = at;
+    return off;
+}
+
+size_t nc_move_node_off(const nc_comm *c, const size_t *sorted, int node)
+{
+    int first = c->node_start[node];
+    return first < c->size ? sorted[c->node_members[first]] : sorted[c->size];
+}
+
+size_t nc_move_node_bytes(const nc_comm *c, const size_t *sorted, int node)
+{
+    return nc_move_node_off(c, sorted, node + 1) - nc_move_node_off(c, sorted, node);
+}

@@ -1,0 +1,91 @@
+/* Node-level data movement shared by the Gather, Scatter, Allgather and Alltoall families.
+ *
+ * A collective runs as one or more rounds; every rank of a node counts rounds alike
+ * (n->move_seq).  In a round a rank that has data for others *publishes* it: its buffer
+ * address and, for data that differs per reader, a table of spans (offset, length) indexed
+ * by comm rank in its move area.  Small data is copied into the move area itself (the slot):
+ * readers copy it from there and the publisher may return at once; its next publication
+ * first waits for exactly those readers.  Large data stays in the publisher's buffer and the
+ * readers read it with one single-copy (CMA) call each; the publisher then returns only when
+ * every reader of it has posted `move_done`, because its buffer may be reused afterwards.
+ *
+ * Readers contact only the ranks they need data from, and publishers wait only for the
+ * ranks that read from them: a rank with nothing to exchange with a peer never touches
+ * the peer's flags. */
+#ifndef NC_MOVE_H
+#define NC_MOVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+typedef struct nc_span {
+    uint64_t off, len; /* bytes: from the published base (or the slot start) */
+} nc_span;
+
+/* What a reader learnt from a publication (copied out of the publisher's flag line). */
+typedef struct nc_pub {
+    int rank;          /* node rank of the publisher */
+    int in_slot;       /* data sits in the publisher's move area, not its buffer */
+    const char *base;  /* the publisher's buffer (in its address space) */
+    uint64_t bytes;    /* a single-block publication's length */
+    const nc_span *table; /* the publisher's span table (shared memory), NULL if none */
+} nc_pub;
+
+/* Starts a round on this node; every rank of the node must call it for every round. */
+static inline uint64_t nc_move_round(nc_node *n) { return ++n->move_seq; }
+
+/* Bytes of each rank's move area: the span table plus NODECOLL_MOVE_SLOT. */
+size_t nc_move_area_bytes(const nc_comm *c);
+/* Bytes of the move area reserved for the span table (one span per comm rank). */
+size_t nc_move_table_bytes(const nc_comm *c);
+/* Payload bytes that fit in a rank's slot. */
+size_t nc_move_slot_bytes(const nc_comm *c);
+/* Whether `bytes` of data should travel through the slot instead of a direct read. */
+int nc_move_use_slot(const nc_comm *c, size_t bytes);
+
+/* Publisher: my move area may be written only after the readers of my last slot
+ * publication are done; returns my span table and (via slot) my slot payload area. */
+nc_span *nc_move_claim(nc_comm *c, char **slot);
+/* Announces round `seq`: `base` is the buffer the spans refer to (ignored when in_slot). */
+void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes);
+/* After a publication: direct data must outlive its readers (wait for them now); slot data
+ * only until the next claim (remember them).  `readers` are node ranks. */
+void nc_move_release(nc_node *n, uint64_t seq, int in_slot, const int *readers, int nreaders);
+
+/* Reader: waits for node rank `peer`'s publication of round `seq`. */
+nc_pub nc_move_await(nc_comm *c, int peer, uint64_t seq);
+/* Copies `len` bytes at offset `off` of a publication into `dst`. */
+void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len);
+/* Copies my span of a table publication: at most `len` bytes. */
+void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len);
+/* Tells publishers I have finished reading in round `seq`. */
+void nc_move_done(nc_node *n, uint64_t seq);
+
+/* ---- building blocks of the algorithms ------------------------------------------------ */
+
+/* malloc that aborts: past the selection every rank is committed to the fast path. */
+void *nc_move_alloc(size_t bytes);
+
+/* After nc_move_claim: publishes one block (slot or direct by size; data NULL announces
+ * only a length); returns whether it went into the slot.  Release it with nc_move_release. */
+int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes);
+/* nc_move_put, then release for `readers` at once. */
+void nc_move_offer(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes, const int *readers, int nreaders);
+/* Claim + offer. */
+void nc_move_publish_block(nc_comm *c, uint64_t seq, const void *data, size_t bytes, const int *readers, int nreaders);
+
+/* Several nodes: every member publishes its block (possibly empty) to its leader, which
+ * copies the blocks into `dst` in node-rank order (allocated when *dst is NULL).  Returns
+ * the node's total at the leader, 0 elsewhere. */
+size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst);
+
+/* Offsets of every rank's block in the node-sorted layout (node 0's members, node 1's, ...)
+ * for block lengths nc_vec_len(v, i); [size] is the total.  Free with free(). */
+size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v);
+/* Byte range of node k's region in that layout. */
+size_t nc_move_node_off(const nc_comm *c, const size_t *sorted, int node);
+size_t nc_move_node_bytes(const nc_comm *c, const size_t *sorted, int node);
+
+#endif
