@@ -19,7 +19,7 @@
 
 #define NC_SEGMENT_NAME_MAX 64
 /* Small messages travel inside flags: a few of them so a slot is reused only every few calls. */
-#define NC_INLINE_SLOTS 8
+#define NC_INLINE_SLOTS 64
 #define NC_INLINE_MAX (sizeof(((nc_flag *)0)->data))
 
 typedef struct nc_rank_ctl {
