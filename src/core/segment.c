@@ -27,12 +27,7 @@ static _Atomic size_t mapped_bytes;
 
 size_t nc_segment_mapped_bytes(void) { return atomic_load(&mapped_bytes); }
 
-static size_t page_size(void)
-{
-    static size_t p;
-    if (!p) p = (size_t)sysconf(_SC_PAGESIZE);
-    return p;
-}
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 

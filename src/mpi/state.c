@@ -17,10 +17,42 @@ static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_comm *live;
 
-/* Written at setup so peers can prove they may read our memory. */
-static volatile uint64_t probe_word;
+/* Written once, then read by peers at setup to prove they may read our memory. */
+static uint64_t probe_word;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static void set_probe_word(void) { probe_word = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL; }
+
+/* Under MPI_THREAD_MULTIPLE both host MPIs take a process-wide lock in attribute lookups.
+ * Each thread therefore remembers the states it used last; freeing any communicator that
+ * has a state bumps the generation, which forgets every remembered entry, so a handle
+ * reused by a new communicator can never find an old state. */
+static _Atomic uint64_t state_generation;
+typedef struct remembered_state {
+    MPI_Comm comm;
+    nc_mpi_comm *state;
+    uint64_t generation;
+} remembered_state;
+#define NC_REMEMBERED_STATES 8
+static _Thread_local remembered_state remembered[NC_REMEMBERED_STATES];
+static _Thread_local unsigned remembered_next;
+
+static nc_mpi_comm *recall_state(MPI_Comm comm)
+{
+    uint64_t now = atomic_load_explicit(&state_generation, memory_order_acquire);
+    for (int i = 0; i < NC_REMEMBERED_STATES; i++)
+        if (remembered[i].comm == comm && remembered[i].generation == now && remembered[i].state)
+            return remembered[i].state;
+    return NULL;
+}
+
+static void remember_state(MPI_Comm comm, nc_mpi_comm *s)
+{
+    uint64_t now = atomic_load_explicit(&state_generation, memory_order_acquire);
+    remembered[remembered_next++ % NC_REMEMBERED_STATES] = (remembered_state){comm, s, now};
+}
 
 static void destroy(nc_mpi_comm *s);
+static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_coll_id coll);
 
 static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
 {
@@ -170,7 +202,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
     if (fd >= 0) close(fd);
     if (ok) {
         nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-        probe_word = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL;
+        pthread_once(&probe_once, set_probe_word);
         atomic_store(&me->info.aux[0], (uint64_t)getpid());
         atomic_store(&me->info.aux[1], (uint64_t)(uintptr_t)&probe_word);
         atomic_store(&me->info.aux[2], probe_word);
@@ -261,6 +293,7 @@ static nc_mpi_comm *create(MPI_Comm comm)
 
 static void destroy(nc_mpi_comm *s)
 {
+    atomic_fetch_add_explicit(&state_generation, 1, memory_order_acq_rel);
     pthread_mutex_lock(&live_lock);
     if (s->prev) s->prev->next = s->next;
     else live = s->next;
@@ -280,6 +313,19 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
         nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
         return NULL;
     }
+    nc_mpi_comm *s = recall_state(comm);
+    if (!s) s = lookup_state(comm, coll);
+    if (!s) return NULL;
+    if (s->fallback != NC_ALG_COUNT) {
+        nc_mpi_fallback(coll, s->fallback);
+        return NULL;
+    }
+    return s;
+}
+
+/* The attribute (created on first use), or NULL after MPI_Finalize. */
+static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_coll_id coll)
+{
     pthread_once(&keyval_once, create_keyval);
     void *value = NULL;
     int found = 0, finalized = 0;
@@ -293,10 +339,7 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
         }
         s = create(comm);
     }
-    if (s->fallback != NC_ALG_COUNT) {
-        nc_mpi_fallback(coll, s->fallback);
-        return NULL;
-    }
+    remember_state(comm, s);
     return s;
 }
 
