@@ -11,6 +11,10 @@
 #define NODECOLL_H
 
 #include <stdint.h>
+/* nodecoll's own MPI-free layers build without mpi.h; users always get it. */
+#ifndef NODECOLL_WITHOUT_MPI
+#include <mpi.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,6 +63,31 @@ void nodecoll_stat_reset(void);
 
 /* Prints every non-zero counter, one per line, prefixed by `prefix` (may be NULL). */
 void nodecoll_stat_print(void *FILE_stream, const char *prefix);
+
+/*
+ * Thread teams: collectives that the threads of one rank carry out together (MPI+OpenMP).
+ *
+ * Every thread of the team calls the same function with its index in the team (0 .. threads-1,
+ * e.g. omp_get_thread_num() inside `#pragma omp parallel`).  Thread 0 makes the MPI call (so
+ * MPI_THREAD_FUNNELED suffices when thread 0 is the main thread); the others wait inside the
+ * call and take shares of its large copies, single-copy reads and reductions
+ * (NODECOLL_TEAM_PART_MIN sets how large a share must be).  Arguments and results are those
+ * of the MPI function of the same name, given by thread 0; the other threads' buffer
+ * arguments are ignored.  Every thread returns thread 0's return code.  A team serves one
+ * collective at a time; use one team per concurrently calling group of threads.
+ *
+ * Bad input (null team, thread index out of range, threads outside 1..64) returns
+ * MPI_ERR_ARG through comm's error handler (nodecoll_team_create: MPI_COMM_WORLD's).
+ */
+typedef struct nodecoll_team_s *nodecoll_team;
+
+int nodecoll_team_create(int threads, nodecoll_team *team);
+int nodecoll_team_free(nodecoll_team *team);
+
+#ifndef NODECOLL_WITHOUT_MPI
+int nodecoll_team_bcast(nodecoll_team team, int thread, void *buf, int count, MPI_Datatype type, int root,
+                        MPI_Comm comm);
+#endif
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include "select.h"
 #include "../core/cma.h"
 #include "../core/fatal.h"
+#include "../core/team.h"
 #include "../core/tree.h"
 
 typedef struct tree_pos {
@@ -90,15 +91,14 @@ static void bcast_through_shm(nc_node *n, const tree_pos *t, char *buf, size_t b
             nc_flag_post(frag_signal(n, place, n->rank, g), g + 1);
             src = slot;
         }
-        if (t->vrank) memcpy(buf + off, src, len);
+        if (t->vrank) nc_par_copy(buf + off, src, len);
         nc_flag_post(&me->cons, g + 1);
     }
 }
 
 static void cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write)
 {
-    int err = write ? nc_cma_write(n->pids[peer], remote, local, len)
-                    : nc_cma_read(n->pids[peer], remote, local, len);
+    int err = nc_par_cma(write, n->pids[peer], remote, local, len);
     if (err) nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe",
                       write ? "write to" : "read from", peer, err);
 }

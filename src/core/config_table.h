@@ -49,6 +49,9 @@
     "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \
     "Most shared memory this process maps for nodecoll segments; a communicator that would exceed it uses the host MPI.") \
+  X(team_part_min,       SIZE, 262144,   4096, 1099511627776, NULL, \
+    "Thread teams (nodecoll_team_*): a copy, single-copy read or reduction of n bytes is split over " \
+    "min(team threads, n / this) threads; smaller pieces stay with the calling thread.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
