@@ -7,6 +7,8 @@
  * aggregate calls per second of the slowest rank and how that scales against one thread.
  */
 #include <mpi.h>
+
+#include "nodecoll.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,70 @@ static void *run_job(void *arg)
     return NULL;
 }
 
+/* --team: thread 0 makes `calls` team Bcasts of `bytes`, helped by threads-1 threads. */
+typedef struct team_helper {
+    nodecoll_team team;
+    int thread, calls;
+} team_helper;
+
+static void *serve_team(void *arg)
+{
+    team_helper *h = arg;
+    for (int i = 0; i < h->calls; i++) nodecoll_team_bcast(h->team, h->thread, NULL, 0, MPI_BYTE, 0, MPI_COMM_WORLD);
+    return NULL;
+}
+
+static double time_team(int threads, int calls, int bytes, char *buf)
+{
+    nodecoll_team team;
+    pthread_t tid[64];
+    team_helper helpers[64];
+    nodecoll_team_create(threads, &team);
+    for (int t = 1; t < threads; t++) {
+        helpers[t] = (team_helper){team, t, calls};
+        pthread_create(&tid[t], NULL, serve_team, &helpers[t]);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < calls; i++) nodecoll_team_bcast(team, 0, buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    double mine = MPI_Wtime() - t0, slowest = 0;
+    for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
+    nodecoll_team_free(&team);
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest / calls;
+}
+
+static double time_host_bcast(int calls, int bytes, char *buf)
+{
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < calls; i++) PMPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    double mine = MPI_Wtime() - t0, slowest = 0;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest / calls;
+}
+
+static double median(double *v, int n);
+
+/* Microseconds per team Bcast for 1..max_threads threads, against the host's Bcast. */
+static void team_sweep(int max_threads, int calls, int bytes, int rounds, int rank)
+{
+    char *buf = calloc(1, (size_t)bytes + 1);
+    double host[99], one = 0;
+    for (int r = 0; r < rounds; r++) host[r] = time_host_bcast(calls, bytes, buf);
+    if (!rank)
+        printf("# team Bcast %d B from rank 0, %d calls, median of %d rounds; host Bcast %.1f us\n"
+               "# threads   us/call   vs 1 thread   x host\n", bytes, calls, rounds, 1e6 * median(host, rounds));
+    for (int threads = 1; threads <= max_threads; threads *= 2) {
+        double secs[99];
+        for (int r = 0; r < rounds; r++) secs[r] = time_team(threads, calls, bytes, buf);
+        double us = 1e6 * median(secs, rounds);
+        if (threads == 1) one = us;
+        if (!rank) printf("  %7d  %8.1f   %9.2fx   %6.2fx\n", threads, us, one / us, 1e6 * median(host, rounds) / us);
+    }
+    free(buf);
+}
+
 /* Seconds for `threads` threads to make `calls` calls each; the slowest rank counts. */
 static double time_threads(const variant *v, MPI_Comm *comms, int threads, int calls, int bytes, const char *coll,
                            int ranks)
@@ -63,9 +129,11 @@ static double time_threads(const variant *v, MPI_Comm *comms, int threads, int c
 static void usage(void)
 {
     printf("usage: mpirun -np P nodecoll-bench-threads [--coll bcast|barrier] [--bytes N]\n"
-           "                     [--calls N] [--max-threads T] [--rounds R]\n"
+           "                     [--calls N] [--max-threads T] [--rounds R] [--team]\n"
            "Aggregate calls/s of T threads per rank, each on its own communicator, nodecoll\n"
-           "against the host MPI (median of R alternating rounds; slowest rank).\n");
+           "against the host MPI (median of R alternating rounds; slowest rank).\n"
+           "--team: instead, time per Bcast of a team of T threads per rank\n"
+           "(nodecoll_team_bcast) against one thread and against the host's Bcast.\n");
 }
 
 static int compare_double(const void *a, const void *b)
@@ -74,10 +142,16 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], compare_double);
+    return v[n / 2];
+}
+
 int main(int argc, char **argv)
 {
     const char *coll = "bcast";
-    int bytes = 8, calls = 2000, max_threads = 4, rounds = 5, provided, rank, size;
+    int bytes = 8, calls = 2000, max_threads = 4, rounds = 5, team = 0, provided, rank, size;
     for (int i = 1; i < argc; i++) {
         const char *next = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(argv[i], "--coll")) coll = argv[++i];
@@ -85,6 +159,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--calls")) calls = atoi(next), i++;
         else if (!strcmp(argv[i], "--max-threads")) max_threads = atoi(next), i++;
         else if (!strcmp(argv[i], "--rounds")) rounds = atoi(next), i++;
+        else if (!strcmp(argv[i], "--team")) team = 1;
         else { usage(); return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0; }
     }
     if (max_threads < 1 || max_threads > 64 || rounds < 1 || rounds > 99) { usage(); return 2; }
@@ -95,6 +170,11 @@ int main(int argc, char **argv)
         if (!rank) fprintf(stderr, "nodecoll-bench-threads: no MPI_THREAD_MULTIPLE\n");
         MPI_Finalize();
         return 1;
+    }
+    if (team) {
+        team_sweep(max_threads, calls, bytes, rounds, rank);
+        MPI_Finalize();
+        return 0;
     }
     MPI_Comm comms[64];
     for (int t = 0; t < max_threads; t++) MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
@@ -109,8 +189,7 @@ int main(int argc, char **argv)
         for (int v = 0; v < 2; v++) {
             double secs[99];
             for (int r = 0; r < rounds; r++) secs[r] = time_threads(&variants[v], comms, threads, calls, bytes, coll, size);
-            qsort(secs, (size_t)rounds, sizeof secs[0], compare_double);
-            rate[v] = threads * (double)calls / secs[rounds / 2];
+            rate[v] = threads * (double)calls / median(secs, rounds);
             if (threads == 1) base[v] = rate[v];
         }
         if (!rank)
