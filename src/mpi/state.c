@@ -179,7 +179,7 @@ static int probe_single_copy(nc_node *n)
 /* Maps the node's segment: the leader creates it, everyone reserves and first-touches its
  * own part, and the name is unlinked as soon as all have mapped it, so no exit path (even
  * SIGKILL) can leave it behind.  Returns 1 if the whole node succeeded. */
-static int map_segment(nc_mpi_comm *s, int oversubscribed)
+static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
 {
     nc_comm *c = &s->coll;
     nc_node *n = &c->node;
@@ -212,6 +212,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
     if (!ok) return 0;
 
     n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
+    n->wait.spinners = cores_per_rank;
     n->pids = calloc((size_t)n->size, sizeof *n->pids);
     n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
     n->cons_seen = calloc((size_t)n->size, sizeof *n->cons_seen);
@@ -245,7 +246,8 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     split_node(s, comm, &physical_size);
     build_bridge_and_tables(s, comm);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int ok = c->node.size == 1 || map_segment(s, cores > 0 && physical_size > cores);
+    int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
+    int ok = c->node.size == 1 || map_segment(s, cores > 0 && physical_size > cores, cores_per_rank);
     /* One node without shared memory would leave the others waiting in a different
      * algorithm: the whole communicator falls back together. */
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
