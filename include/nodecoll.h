@@ -87,6 +87,14 @@ int nodecoll_team_free(nodecoll_team *team);
 #ifndef NODECOLL_WITHOUT_MPI
 int nodecoll_team_bcast(nodecoll_team team, int thread, void *buf, int count, MPI_Datatype type, int root,
                         MPI_Comm comm);
+int nodecoll_team_allreduce(nodecoll_team team, int thread, const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+int nodecoll_team_allgather(nodecoll_team team, int thread, const void *sendbuf, int sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                            MPI_Comm comm);
+int nodecoll_team_alltoallv(nodecoll_team team, int thread, const void *sendbuf, const int sendcounts[],
+                            const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
 #endif
 
 #ifdef __cplusplus

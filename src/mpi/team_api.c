@@ -66,3 +66,31 @@ NC_EXPORT int nodecoll_team_bcast(nodecoll_team team, int thread, void *buf, int
     if (join(team, thread, comm, &result)) return result;
     return lead(team, MPI_Bcast(buf, count, type, root, comm));
 }
+
+NC_EXPORT int nodecoll_team_allreduce(nodecoll_team team, int thread, const void *sendbuf, void *recvbuf, int count,
+                                      MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    int result;
+    if (join(team, thread, comm, &result)) return result;
+    return lead(team, MPI_Allreduce(sendbuf, recvbuf, count, type, op, comm));
+}
+
+NC_EXPORT int nodecoll_team_allgather(nodecoll_team team, int thread, const void *sendbuf, int sendcount,
+                                      MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm)
+{
+    int result;
+    if (join(team, thread, comm, &result)) return result;
+    return lead(team, MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
+}
+
+NC_EXPORT int nodecoll_team_alltoallv(nodecoll_team team, int thread, const void *sendbuf, const int sendcounts[],
+                                      const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                      const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                                      MPI_Comm comm)
+{
+    int result;
+    if (join(team, thread, comm, &result)) return result;
+    return lead(team, MPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                    comm));
+}
