@@ -36,6 +36,25 @@
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
   X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
+  X(reduce_alg,          ENUM, 0,        0, 3,        "auto|flat|tree|cma", \
+    "Reduce/Allreduce/Reduce_scatter algorithm on a node: flat (every rank folds every rank's data; " \
+    "for Reduce the root does), fan-in tree (+ Bcast fan-out for Allreduce), or cma (each rank reduces a " \
+    "slice reading the others' buffers single-copy, then delivers it).") \
+  X(reduce_fanin,        INT,  4,        1, 64,       NULL, \
+    "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
+  X(reduce_flat_max,     SIZE, 1024,     0, 1099511627776, NULL, \
+    "auto uses flat Allreduce (no fan-out step) up to this many bytes when the node has at most " \
+    "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
+  X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
+    "Most ranks per node for which auto picks the flat Allreduce.") \
+  X(reduce_cma_min,      SIZE, 65536,    0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for reductions from this many bytes up, when CMA works.") \
+  X(reduce_chunk,        SIZE, 65536,    64, 1073741824, NULL, \
+    "Bytes a rank reduces at a time in the slice algorithm (two buffers of this size should stay in cache), " \
+    "and per rank per step in the ordered multi-node algorithm.") \
+  X(reproducible,        BOOL, 0,        0, 1,        NULL, \
+    "1: floating-point reductions are bitwise reproducible and independent of algorithm, radix and node count: " \
+    "every element is combined in rank order, x0 op (x1 op (... op x(P-1))) (Scan: ((x0 op x1) op x2) ...).") \
   X(segment_size,        SIZE, 32768,    4096, 67108864, NULL, \
     "Bytes per pipeline segment in a rank's shared-memory ring (rounded up to a page).") \
   X(segments,            INT,  8,        2, 1024,     NULL, \

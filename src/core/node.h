@@ -14,7 +14,8 @@
  * only after those readers are done with it. */
 typedef struct nc_slot_use {
     uint64_t frag_end; /* readers must have consumed up to here (0: never used) */
-    int root, radix;   /* the tree they read through */
+    int root, radix;   /* the Bcast tree they read through */
+    int any_reader;    /* or any rank of the node may have read it (reductions) */
 } nc_slot_use;
 
 typedef struct nc_node {

@@ -1,5 +1,6 @@
 #include "state.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,6 +67,40 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
     return MPI_SUCCESS;
 }
 
+/* Reductions through the host MPI in pieces of at most INT_MAX elements, in place. */
+static int bridge_reduce_any(MPI_Comm comm, void *buf, size_t count, const nc_reduction *r, int root)
+{
+    const nc_host_op *h = r->host;
+    const size_t piece = INT_MAX;
+    int me = -1;
+    PMPI_Comm_rank(comm, &me);
+    for (size_t first = 0; first < count; first += piece) {
+        int n = (int)(count - first < piece ? count - first : piece);
+        char *at = (char *)buf + first * r->elem_size;
+        int err = root < 0 ? PMPI_Allreduce(MPI_IN_PLACE, at, n, h->type, h->op, comm)
+                           : PMPI_Reduce(me == root ? MPI_IN_PLACE : at, me == root ? at : NULL, n, h->type,
+                                         h->op, root, comm);
+        if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
+static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reduction *r)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, buf, count, r, -1);
+}
+
+static int bridge_reduce(void *ctx, void *buf, size_t count, const nc_reduction *r, int root)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, buf, count, r, root);
+}
+
+/* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
+static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t bytes)
+{
+    return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)comm_ctx);
+}
+
 /* ---- setup ------------------------------------------------------------------------- */
 
 static int all_agree(int ok, MPI_Comm comm)
@@ -125,7 +160,8 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
         c->node_rank_of[r] = table[2 * r + 1];
     }
     free(table);
-    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast};
+    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast,
+                            bridge_allreduce, bridge_reduce, &s->comm, comm_allgather};
     return MPI_SUCCESS;
 }
 
