@@ -9,11 +9,20 @@
 
 typedef struct nc_frag_place {
     int in_flag;
+    size_t skip; /* bytes left free at the start of an inline flag's data, for alignment */
 } nc_frag_place;
 
 static inline nc_frag_place nc_frag_place_for(size_t message_bytes)
 {
-    return (nc_frag_place){message_bytes <= NC_INLINE_MAX};
+    return (nc_frag_place){message_bytes <= NC_INLINE_MAX, 0};
+}
+
+/* The same for data read as typed elements: inline data starts 16-byte aligned (a flag's
+ * data begins 8 bytes into its line), as long double and its pairs require. */
+#define NC_INLINE_ALIGNED_MAX (NC_INLINE_MAX - 8)
+static inline nc_frag_place nc_frag_place_aligned(size_t message_bytes)
+{
+    return (nc_frag_place){message_bytes <= NC_INLINE_ALIGNED_MAX, 8};
 }
 
 static inline nc_flag *nc_frag_signal(const nc_node *n, nc_frag_place p, int rank, uint64_t g)
@@ -24,7 +33,7 @@ static inline nc_flag *nc_frag_signal(const nc_node *n, nc_frag_place p, int ran
 
 static inline char *nc_frag_data(const nc_node *n, nc_frag_place p, int rank, uint64_t g)
 {
-    return p.in_flag ? (char *)nc_node_ctl(n, rank)->inline_frags[g % NC_INLINE_SLOTS].data
+    return p.in_flag ? (char *)nc_node_ctl(n, rank)->inline_frags[g % NC_INLINE_SLOTS].data + p.skip
                      : nc_node_ring(n, rank, g);
 }
 

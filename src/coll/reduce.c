@@ -61,7 +61,7 @@ typedef struct frag_plan {
 
 static frag_plan plan_fragments(nc_node *n, size_t count, size_t elem)
 {
-    frag_plan p = {nc_frag_place_for(count * elem), 0, count, elem, n->frag, 0};
+    frag_plan p = {nc_frag_place_aligned(count * elem), 0, count, elem, n->frag, 0};
     p.per_frag = p.place.in_flag ? (count ? count : 1) : n->layout.seg_size / elem;
     p.nfrag = (count + p.per_frag - 1) / p.per_frag;
     n->frag += p.nfrag;

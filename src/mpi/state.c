@@ -67,19 +67,31 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
     return MPI_SUCCESS;
 }
 
-/* Reductions through the host MPI in pieces of at most INT_MAX elements, in place. */
-static int bridge_reduce_any(MPI_Comm comm, void *buf, size_t count, const nc_reduction *r, int root)
+/* Reductions through the host MPI in pieces of at most INT_MAX elements, in place.  The
+ * root of a Reduce passes a copy as its send buffer rather than MPI_IN_PLACE, which MPICH
+ * 4.0.2 dereferences in some of its Reduce algorithms. */
+static int bridge_reduce_piece(MPI_Comm comm, char *at, int n, const nc_reduction *r, int root, int me)
 {
     const nc_host_op *h = r->host;
+    if (root < 0) return PMPI_Allreduce(MPI_IN_PLACE, at, n, h->type, h->op, comm);
+    if (me != root) return PMPI_Reduce(at, NULL, n, h->type, h->op, root, comm);
+    size_t bytes = (size_t)n * r->elem_size;
+    void *copy = malloc(bytes ? bytes : 1);
+    if (!copy) nc_fatal("out of memory for an inter-node Reduce");
+    memcpy(copy, at, bytes);
+    int err = PMPI_Reduce(copy, at, n, h->type, h->op, root, comm);
+    free(copy);
+    return err;
+}
+
+static int bridge_reduce_any(MPI_Comm comm, void *buf, size_t count, const nc_reduction *r, int root)
+{
     const size_t piece = INT_MAX;
     int me = -1;
     PMPI_Comm_rank(comm, &me);
     for (size_t first = 0; first < count; first += piece) {
         int n = (int)(count - first < piece ? count - first : piece);
-        char *at = (char *)buf + first * r->elem_size;
-        int err = root < 0 ? PMPI_Allreduce(MPI_IN_PLACE, at, n, h->type, h->op, comm)
-                           : PMPI_Reduce(me == root ? MPI_IN_PLACE : at, me == root ? at : NULL, n, h->type,
-                                         h->op, root, comm);
+        int err = bridge_reduce_piece(comm, (char *)buf + first * r->elem_size, n, r, root, me);
         if (err != MPI_SUCCESS) return err;
     }
     return MPI_SUCCESS;

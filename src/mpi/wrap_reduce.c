@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "state.h"
 #include "../core/fatal.h"
@@ -41,6 +42,7 @@ typedef struct known_type {
     nc_elem_id elem;
     enum type_group group;
     size_t extent;
+    size_t true_extent; /* without the trailing padding of MPI_DOUBLE_INT and friends */
 } known_type;
 
 /* Integers by width and signedness. */
@@ -58,9 +60,9 @@ static nc_elem_id integer_elem(size_t bytes, int is_signed)
 /* (ctype)-1 is negative only for signed types; the comparison goes through long double so
  * the compiler does not flag "unsigned < 0". */
 #define NC_IS_SIGNED(ctype) ((long double)(ctype)-1 < 0.0L)
-#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, sizeof(ctype)}
-#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, sizeof(ctype)}
-#define NC_OTHER(mpi, elem, group, ctype) {mpi, NC_ELEM_##elem, group, sizeof(ctype)}
+#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, sizeof(ctype), 0}
+#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, sizeof(ctype), 0}
+#define NC_OTHER(mpi, elem, group, ctype) {mpi, NC_ELEM_##elem, group, sizeof(ctype), 0}
 typedef struct { float v; int i; } pair_float_int;
 typedef struct { double v; int i; } pair_double_int;
 typedef struct { long v; int i; } pair_long_int;
@@ -101,11 +103,15 @@ static void build_type_table(void)
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0] && known_count < (int)(sizeof known / sizeof known[0]); i++) {
         /* Only where the host lays the type out exactly like the C kernel's element. */
-        MPI_Aint lb, extent;
+        MPI_Aint lb, extent, true_lb, true_extent;
         if (all[i].type == MPI_DATATYPE_NULL || all[i].elem == NC_ELEM_COUNT) continue;
-        if (PMPI_Type_get_extent(all[i].type, &lb, &extent) != MPI_SUCCESS) continue;
-        if (lb != 0 || (size_t)extent != all[i].extent || nc_elem_size(all[i].elem) != all[i].extent) continue;
-        known[known_count++] = all[i];
+        if (PMPI_Type_get_extent(all[i].type, &lb, &extent) != MPI_SUCCESS ||
+            PMPI_Type_get_true_extent(all[i].type, &true_lb, &true_extent) != MPI_SUCCESS)
+            continue;
+        if (lb != 0 || true_lb != 0 || (size_t)extent != all[i].extent || nc_elem_size(all[i].elem) != all[i].extent)
+            continue;
+        known[known_count] = all[i];
+        known[known_count++].true_extent = (size_t)true_extent;
     }
 }
 
@@ -129,6 +135,54 @@ static nc_op_id predefined_op(MPI_Op op)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (ops[i].mpi == op) return ops[i].id;
     return NC_OP_COUNT;
+}
+
+/* Inter-node steps run predefined ops through the host MPI as user-defined ops that call
+ * nodecoll's own kernels: Open MPI 4.1.4 sums MPI_INT8_T wrongly in its AVX component, and
+ * the same kernels everywhere give the same bits wherever an element is combined. */
+static void bridge_apply(nc_op_id op, void *in, void *inout, int len, MPI_Datatype type)
+{
+    const known_type *t = find_type(type);
+    nc_reduce_fn fn = nc_kernel(op, t->elem);
+    if (len <= 0) return;
+    fn(in, inout, (size_t)len - 1, NULL);
+    /* The host's temporary buffers end at the last element's true extent, so that one
+     * element goes through a full-sized copy (the kernel moves whole structs). */
+    _Alignas(16) char a[64], b[64];
+    size_t at = ((size_t)len - 1) * t->extent;
+    memcpy(a, (char *)in + at, t->true_extent);
+    memcpy(b, (char *)inout + at, t->true_extent);
+    fn(a, b, 1, NULL);
+    memcpy((char *)inout + at, b, t->true_extent);
+}
+
+#define NC_BRIDGE_FN(name)                                                                      \
+    static void bridge_##name(void *in, void *inout, int *len, MPI_Datatype *type)             \
+    {                                                                                           \
+        bridge_apply(NC_OP_##name, in, inout, *len, *type);                                     \
+    }
+NC_OPS(NC_BRIDGE_FN)
+#undef NC_BRIDGE_FN
+
+static MPI_Op bridge_ops[NC_OP_COUNT];
+static pthread_once_t bridge_ops_once = PTHREAD_ONCE_INIT;
+
+static void create_bridge_ops(void)
+{
+    MPI_User_function *fns[] = {
+#define NC_BRIDGE_ENTRY(name) bridge_##name,
+        NC_OPS(NC_BRIDGE_ENTRY)
+#undef NC_BRIDGE_ENTRY
+    };
+    for (int i = 0; i < NC_OP_COUNT; i++)
+        if (PMPI_Op_create(fns[i], 1, &bridge_ops[i]) != MPI_SUCCESS) bridge_ops[i] = MPI_OP_NULL;
+}
+
+/* The op the leaders use for predefined op `id` (the host's own if ours could not be made). */
+static MPI_Op bridge_op(nc_op_id id, MPI_Op predefined)
+{
+    pthread_once(&bridge_ops_once, create_bridge_ops);
+    return bridge_ops[id] != MPI_OP_NULL ? bridge_ops[id] : predefined;
 }
 
 /* User-defined ops, recorded by MPI_Op_create (MPI has no query for an op's function). */
@@ -218,6 +272,7 @@ static int describe(reduction_call *rc, MPI_Datatype type, MPI_Op op)
         if (!(group_ops[t->group] & (1u << id))) return 1;
         rc->red.fn = nc_kernel(id, t->elem);
         rc->red.ctx = NULL;
+        rc->host.op = bridge_op(id, op);
         rc->red.commutative = 1;
         return rc->red.fn == NULL;
     }
