@@ -43,6 +43,17 @@ static void *xmalloc(size_t bytes)
     return p;
 }
 
+/* The node's scratch memory, at least `bytes`: kept between calls so its pages stay mapped. */
+static char *scratch(nc_node *n, size_t bytes)
+{
+    if (n->scratch_bytes < bytes) {
+        free(n->scratch);
+        n->scratch = xmalloc(bytes);
+        n->scratch_bytes = bytes;
+    }
+    return n->scratch;
+}
+
 /* acc = lower op acc, `count` elements. */
 static void fold(const nc_reduction *r, const void *lower, void *acc, size_t count)
 {
@@ -233,7 +244,7 @@ static void reduce_slice(nc_comm *c, const peer_buffers *b, const char *send, si
     nc_node *n = &c->node;
     size_t es = r->elem_size, chunk = (size_t)c->cfg.reduce_chunk / es;
     if (!chunk) chunk = 1;
-    char *acc = xmalloc(2 * min_size(chunk, hi - lo) * es), *tmp = acc + min_size(chunk, hi - lo) * es;
+    char *acc = scratch(n, 2 * chunk * es), *tmp = acc + chunk * es;
     for (size_t e = lo; e < hi; e += chunk) {
         size_t cnt = min_size(chunk, hi - e), off = e * es, len = cnt * es;
         for (int q = n->size - 1; q >= 0; q--) {
@@ -255,7 +266,6 @@ static void reduce_slice(nc_comm *c, const peer_buffers *b, const char *send, si
             }
         }
     }
-    free(acc);
 }
 
 /* slice_first[q] .. slice_first[q+1] is node rank q's slice (in elements). */

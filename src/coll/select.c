@@ -26,7 +26,7 @@ static const nc_rule rules[] = {
     {NC_COLL_ALLREDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, 1},
     {NC_COLL_ALLREDUCE, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
     {NC_COLL_ALLREDUCE, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_REDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, 1},
+    {NC_COLL_REDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, 1},
     {NC_COLL_REDUCE, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
     {NC_COLL_REDUCE_SCATTER, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, 1},
     {NC_COLL_REDUCE_SCATTER, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},

@@ -42,14 +42,17 @@
     "slice reading the others' buffers single-copy, then delivers it).") \
   X(reduce_fanin,        INT,  4,        1, 64,       NULL, \
     "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
-  X(reduce_flat_max,     SIZE, 1024,     0, 1099511627776, NULL, \
+  X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
     "auto uses flat Allreduce (no fan-out step) up to this many bytes when the node has at most " \
     "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
   X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
     "Most ranks per node for which auto picks the flat Allreduce.") \
-  X(reduce_cma_min,      SIZE, 65536,    0, 1099511627776, NULL, \
-    "auto uses the single-copy slice algorithm for reductions from this many bytes up, when CMA works.") \
-  X(reduce_chunk,        SIZE, 65536,    64, 1073741824, NULL, \
+  X(reduce_cma_min,      SIZE, 32768,    0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Allreduce and Reduce_scatter from this many bytes up, when CMA works.") \
+  X(reduce_root_cma_min, SIZE, 1099511627776, 0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Reduce (to a root) from this many bytes up, when CMA works " \
+    "(default: never; at 2 ranks the fan-in tree was faster at every size).") \
+  X(reduce_chunk,        SIZE, 262144,    64, 1073741824, NULL, \
     "Bytes a rank reduces at a time in the slice algorithm (two buffers of this size should stay in cache), " \
     "and per rank per step in the ordered multi-node algorithm.") \
   X(reproducible,        BOOL, 0,        0, 1,        NULL, \

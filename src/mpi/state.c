@@ -279,6 +279,9 @@ static void release_resources(nc_mpi_comm *s)
     free(n->pids);
     free(n->slot_use);
     free(n->cons_seen);
+    free(n->scratch);
+    n->scratch = NULL;
+    n->scratch_bytes = 0;
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     n->pids = NULL;

@@ -260,7 +260,7 @@ typedef struct reduction_call {
 } reduction_call;
 
 /* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must). */
-static int describe(reduction_call *rc, MPI_Datatype type, MPI_Op op)
+static int describe_uncached(reduction_call *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
     if (!t) return 1;
@@ -281,6 +281,31 @@ static int describe(reduction_call *rc, MPI_Datatype type, MPI_Op op)
     rc->user = (user_call){u.fn, type};
     rc->red = (nc_reduction){call_user_op, &rc->user, t->extent, u.commutative, &rc->host};
     return 0;
+}
+
+/* The last predefined (type, op) pair this thread reduced with: a small reduction repeats
+ * it, and looking it up again costs about as much as the reduction itself.  Predefined
+ * handles are never freed, so a match cannot be a reused handle; user ops are not cached. */
+typedef struct recent_pair {
+    MPI_Datatype type;
+    MPI_Op op;
+    nc_reduction red;
+    nc_host_op host;
+    int valid;
+} recent_pair;
+static _Thread_local recent_pair recent;
+
+static int describe(reduction_call *rc, MPI_Datatype type, MPI_Op op)
+{
+    if (recent.valid && recent.type == type && recent.op == op) {
+        rc->red = recent.red;
+        rc->host = recent.host;
+        rc->red.host = &rc->host;
+        return 0;
+    }
+    int err = describe_uncached(rc, type, op);
+    if (!err && rc->red.fn != call_user_op) recent = (recent_pair){type, op, rc->red, rc->host, 1};
+    return err;
 }
 
 /* ---- the entry points ----------------------------------------------------------------- */
