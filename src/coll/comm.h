@@ -17,9 +17,10 @@ typedef struct nc_bridge {
     int size, rank; /* size 1 when everything is on one node; rank -1 on non-leaders */
     int (*barrier)(void *ctx);
     int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
-    /* In place among the leaders, with the host MPI's own op and datatype (r->host). */
+    /* Among the leaders with the call's op and datatype as the adapter describes them
+     * (r->host); Allreduce in place, Reduce's recv used at the bridge root only. */
     int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
-    int (*reduce)(void *ctx, void *buf, size_t count, const nc_reduction *r, int root);
+    int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
     /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
     void *comm_ctx;
     int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);

@@ -43,15 +43,18 @@ static void *xmalloc(size_t bytes)
     return p;
 }
 
-/* The node's scratch memory, at least `bytes`: kept between calls so its pages stay mapped. */
-static char *scratch(nc_node *n, size_t bytes)
+enum { SCRATCH_CHUNKS, SCRATCH_VECTOR };
+
+/* The node's scratch memory `which`, at least `bytes`: kept between calls so its pages stay
+ * mapped. */
+static char *scratch(nc_node *n, int which, size_t bytes)
 {
-    if (n->scratch_bytes < bytes) {
-        free(n->scratch);
-        n->scratch = xmalloc(bytes);
-        n->scratch_bytes = bytes;
+    if (n->scratch_bytes[which] < bytes) {
+        free(n->scratch[which]);
+        n->scratch[which] = xmalloc(bytes);
+        n->scratch_bytes[which] = bytes;
     }
-    return n->scratch;
+    return n->scratch[which];
 }
 
 /* acc = lower op acc, `count` elements. */
@@ -244,7 +247,7 @@ static void reduce_slice(nc_comm *c, const peer_buffers *b, const char *send, si
     nc_node *n = &c->node;
     size_t es = r->elem_size, chunk = (size_t)c->cfg.reduce_chunk / es;
     if (!chunk) chunk = 1;
-    char *acc = scratch(n, 2 * chunk * es), *tmp = acc + chunk * es;
+    char *acc = scratch(n, SCRATCH_CHUNKS, 2 * chunk * es), *tmp = acc + chunk * es;
     for (size_t e = lo; e < hi; e += chunk) {
         size_t cnt = min_size(chunk, hi - e), off = e * es, len = cnt * es;
         for (int q = n->size - 1; q >= 0; q--) {
@@ -350,7 +353,7 @@ static int ordered(nc_comm *c, const char *send, char *recv, size_t count, const
 {
     size_t es = r->elem_size, chunk = (size_t)c->cfg.reduce_chunk / es;
     if (!chunk) chunk = 1;
-    char *all = xmalloc(min_size(chunk, count) * es * (size_t)c->size);
+    char *all = scratch(&c->node, SCRATCH_CHUNKS, min_size(chunk, count) * es * (size_t)c->size);
     int err = 0, last = kind == ORDERED_EXSCAN ? c->rank - 1 : c->rank;
     for (size_t e = 0; e < count && !err; e += chunk) {
         size_t cnt = min_size(chunk, count - e), off = e * es, len = cnt * es;
@@ -364,7 +367,6 @@ static int ordered(nc_comm *c, const char *send, char *recv, size_t count, const
             memcpy(recv + off, all + (size_t)last * len, len);
         }
     }
-    free(all);
     return err;
 }
 
@@ -428,19 +430,21 @@ static int hierarchical_allreduce(nc_comm *c, nc_coll_id coll, const char *send,
     return err;
 }
 
+/* Leaders hold their node's partial result and, on the root's node, the final one (handed
+ * on to the root when it is not the leader) in the vector scratch. */
 static int hierarchical_reduce(nc_comm *c, const char *send, char *recv, size_t count, const nc_reduction *r, int root)
 {
     size_t bytes = count * r->elem_size;
     int err = 0, leader = nc_comm_is_leader(c);
     int on_root_node = c->node_of[c->rank] == c->node_of[root], root_node_rank = c->node_rank_of[root];
-    char *node_result = leader ? (c->rank == root ? recv : xmalloc(bytes)) : NULL;
-    nc_alg_id alg = node_reduce(c, NC_COLL_REDUCE, send, node_result, count, r, 0);
+    char *partial = leader ? scratch(&c->node, SCRATCH_VECTOR, 2 * bytes) : NULL;
+    char *result = !leader ? NULL : c->rank == root ? recv : partial + bytes;
+    nc_alg_id alg = node_reduce(c, NC_COLL_REDUCE, send, partial, count, r, 0);
     if (leader) {
-        err = c->bridge.reduce(c->bridge.ctx, node_result, count, r, c->node_of[root]);
+        err = c->bridge.reduce(c->bridge.ctx, partial, on_root_node ? result : NULL, count, r, c->node_of[root]);
         nc_stats_count(NC_COLL_REDUCE, NC_ALG_BRIDGE, bytes);
     }
-    if (on_root_node && root_node_rank != 0) node_forward(c, 0, root_node_rank, node_result, recv, bytes);
-    if (node_result != recv) free(node_result);
+    if (on_root_node && root_node_rank != 0) node_forward(c, 0, root_node_rank, result, recv, bytes);
     nc_stats_count(NC_COLL_REDUCE, alg, bytes);
     return err;
 }
@@ -486,10 +490,9 @@ int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv,
         cma_slices(c, send, recv, first, r, DELIVER_OWN);
         nc_stats_count(coll, NC_ALG_CMA, total * es);
     } else {
-        char *all = xmalloc(total * es);
+        char *all = scratch(&c->node, SCRATCH_VECTOR, total * es);
         err = allreduce_for(c, coll, send, all, total, r);
         memcpy(recv, all + first[c->rank] * es, counts[c->rank] * es);
-        free(all);
     }
     free(first);
     return err;

@@ -43,7 +43,7 @@
   X(reduce_fanin,        INT,  4,        1, 64,       NULL, \
     "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
   X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
-    "auto uses flat Allreduce (no fan-out step) up to this many bytes when the node has at most " \
+    "auto uses flat Allreduce (no fan-out step; also for Reduce_scatter below NODECOLL_REDUCE_CMA_MIN) up to this many bytes when the node has at most " \
     "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
   X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
     "Most ranks per node for which auto picks the flat Allreduce.") \

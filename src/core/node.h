@@ -30,8 +30,11 @@ typedef struct nc_node {
     nc_slot_use *slot_use;                 /* per ring segment */
     nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
     uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
-    char *scratch;       /* private working memory of the reductions, kept between calls */
-    size_t scratch_bytes; /* (a fresh page costs ~1.6 us to fault in on the development machine) */
+    /* Private working memory of the reductions, kept between calls (a freshly touched page
+     * costs ~1.6 us on the development machine): [0] chunks of the slice algorithm,
+     * [1] whole vectors (inter-node partial results, Reduce_scatter's full result). */
+    char *scratch[2];
+    size_t scratch_bytes[2];
 } nc_node;
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)

@@ -67,31 +67,20 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
     return MPI_SUCCESS;
 }
 
-/* Reductions through the host MPI in pieces of at most INT_MAX elements, in place.  The
- * root of a Reduce passes a copy as its send buffer rather than MPI_IN_PLACE, which MPICH
- * 4.0.2 dereferences in some of its Reduce algorithms. */
-static int bridge_reduce_piece(MPI_Comm comm, char *at, int n, const nc_reduction *r, int root, int me)
+/* Reductions through the host MPI in pieces of at most INT_MAX elements.  Allreduce works
+ * in place; Reduce gets separate buffers (MPICH 4.0.2 dereferences MPI_IN_PLACE in some of
+ * its Reduce algorithms). */
+static int bridge_reduce_any(MPI_Comm comm, const void *send, void *recv, size_t count, const nc_reduction *r,
+                             int root)
 {
     const nc_host_op *h = r->host;
-    if (root < 0) return PMPI_Allreduce(MPI_IN_PLACE, at, n, h->type, h->op, comm);
-    if (me != root) return PMPI_Reduce(at, NULL, n, h->type, h->op, root, comm);
-    size_t bytes = (size_t)n * r->elem_size;
-    void *copy = malloc(bytes ? bytes : 1);
-    if (!copy) nc_fatal("out of memory for an inter-node Reduce");
-    memcpy(copy, at, bytes);
-    int err = PMPI_Reduce(copy, at, n, h->type, h->op, root, comm);
-    free(copy);
-    return err;
-}
-
-static int bridge_reduce_any(MPI_Comm comm, void *buf, size_t count, const nc_reduction *r, int root)
-{
     const size_t piece = INT_MAX;
-    int me = -1;
-    PMPI_Comm_rank(comm, &me);
     for (size_t first = 0; first < count; first += piece) {
         int n = (int)(count - first < piece ? count - first : piece);
-        int err = bridge_reduce_piece(comm, (char *)buf + first * r->elem_size, n, r, root, me);
+        size_t off = first * r->elem_size;
+        char *out = recv ? (char *)recv + off : NULL;
+        int err = root < 0 ? PMPI_Allreduce(MPI_IN_PLACE, out, n, h->type, h->op, comm)
+                           : PMPI_Reduce((const char *)send + off, out, n, h->type, h->op, root, comm);
         if (err != MPI_SUCCESS) return err;
     }
     return MPI_SUCCESS;
@@ -99,12 +88,12 @@ static int bridge_reduce_any(MPI_Comm comm, void *buf, size_t count, const nc_re
 
 static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reduction *r)
 {
-    return bridge_reduce_any(*(MPI_Comm *)ctx, buf, count, r, -1);
+    return bridge_reduce_any(*(MPI_Comm *)ctx, NULL, buf, count, r, -1);
 }
 
-static int bridge_reduce(void *ctx, void *buf, size_t count, const nc_reduction *r, int root)
+static int bridge_reduce(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root)
 {
-    return bridge_reduce_any(*(MPI_Comm *)ctx, buf, count, r, root);
+    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, root);
 }
 
 /* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
@@ -279,9 +268,11 @@ static void release_resources(nc_mpi_comm *s)
     free(n->pids);
     free(n->slot_use);
     free(n->cons_seen);
-    free(n->scratch);
-    n->scratch = NULL;
-    n->scratch_bytes = 0;
+    for (int i = 0; i < 2; i++) {
+        free(n->scratch[i]);
+        n->scratch[i] = NULL;
+        n->scratch_bytes[i] = 0;
+    }
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     n->pids = NULL;
