@@ -97,6 +97,14 @@ static void publish_frag(nc_node *n, const frag_plan *p, uint64_t g)
     nc_flag_post(nc_frag_signal(n, p->place, n->rank, g), g + 1);
 }
 
+/* Claims my slot for fragment g and fills it with `len` bytes from src. */
+static char *copy_to_slot(nc_node *n, const frag_plan *p, uint64_t g, const char *src, size_t len)
+{
+    char *slot = nc_frag_claim_for_all(n, p->place, g);
+    memcpy(slot, src, len);
+    return slot;
+}
+
 /* Done reading everything up to fragment g: my slot-reuse promise to every other rank. */
 static void consumed(nc_node *n, uint64_t g) { nc_flag_post(&nc_node_ctl(n, n->rank)->cons, g + 1); }
 
@@ -182,8 +190,7 @@ static void flat_allreduce(nc_comm *c, const char *send, char *recv, size_t coun
     for (uint64_t k = 0; k < p.nfrag; k++) {
         uint64_t g = p.g0 + k;
         size_t cnt = frag_count(&p, k), off = frag_first(&p, k) * p.elem, len = cnt * p.elem;
-        char *mine = nc_frag_claim_for_all(n, p.place, g);
-        memcpy(mine, send + off, len); /* from here on my input is read from here (in place) */
+        char *mine = copy_to_slot(n, &p, g, send + off, len); /* my input from here on (in place) */
         publish_frag(n, &p, g);
         for (int q = n->size - 1; q >= 0; q--) {
             const char *src = q == n->rank ? mine : peer_frag(n, &p, q, g);
@@ -203,7 +210,7 @@ static void node_forward(nc_comm *c, int from, int to, const char *src, char *ds
         uint64_t g = p.g0 + k;
         size_t off = frag_first(&p, k), len = frag_count(&p, k);
         if (n->rank == from) {
-            memcpy(nc_frag_claim_for_all(n, p.place, g), src + off, len);
+            copy_to_slot(n, &p, g, src + off, len);
             publish_frag(n, &p, g);
         } else if (n->rank == to) {
             memcpy(dst + off, peer_frag(n, &p, from, g), len);
@@ -310,8 +317,7 @@ static void chain_scan(nc_comm *c, const char *send, char *recv, size_t count, c
     for (uint64_t k = 0; k < p.nfrag; k++) {
         uint64_t g = p.g0 + k;
         size_t cnt = frag_count(&p, k), off = frag_first(&p, k) * p.elem, len = cnt * p.elem;
-        char *mine = nc_frag_claim_for_all(n, p.place, g);
-        memcpy(mine, send + off, len);
+        char *mine = copy_to_slot(n, &p, g, send + off, len);
         if (n->rank > 0) {
             const char *prev = peer_frag(n, &p, n->rank - 1, g);
             if (exclusive) memcpy(recv + off, prev, len);

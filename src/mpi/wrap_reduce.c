@@ -60,15 +60,11 @@ static nc_elem_id integer_elem(size_t bytes, int is_signed)
 /* (ctype)-1 is negative only for signed types; the comparison goes through long double so
  * the compiler does not flag "unsigned < 0". */
 #define NC_IS_SIGNED(ctype) ((long double)(ctype)-1 < 0.0L)
-#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, sizeof(ctype), 0}
-#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, sizeof(ctype), 0}
-#define NC_OTHER(mpi, elem, group, ctype) {mpi, NC_ELEM_##elem, group, sizeof(ctype), 0}
-typedef struct { float v; int i; } pair_float_int;
-typedef struct { double v; int i; } pair_double_int;
-typedef struct { long v; int i; } pair_long_int;
-typedef struct { int v; int i; } pair_int_int;
-typedef struct { short v; int i; } pair_short_int;
-typedef struct { long double v; int i; } pair_long_double_int;
+/* The element kind of a C integer type by width and signedness; the extent is filled in
+ * from the kind (nodecoll's C layout), and the host's must match it. */
+#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, 0, 0}
+#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, 0, 0}
+#define NC_OTHER(mpi, elem, group) {mpi, NC_ELEM_##elem, group, 0, 0}
 
 /* Open MPI's handles are addresses, not constants: the table is built at first use. */
 static known_type known[48];
@@ -86,20 +82,20 @@ static void build_type_table(void)
         NC_INT(MPI_UINT8_T, uint8_t), NC_INT(MPI_INT16_T, int16_t), NC_INT(MPI_UINT16_T, uint16_t),
         NC_INT(MPI_INT32_T, int32_t), NC_INT(MPI_UINT32_T, uint32_t), NC_INT(MPI_INT64_T, int64_t),
         NC_INT(MPI_UINT64_T, uint64_t), NC_MULTI(MPI_AINT, MPI_Aint), NC_MULTI(MPI_OFFSET, MPI_Offset),
-        NC_MULTI(MPI_COUNT, MPI_Count), NC_OTHER(MPI_BYTE, U8, G_BYTE, unsigned char),
-        NC_OTHER(MPI_FLOAT, F32, G_FLOAT, float), NC_OTHER(MPI_DOUBLE, F64, G_FLOAT, double),
-        NC_OTHER(MPI_LONG_DOUBLE, F80, G_FLOAT, long double),
-        NC_OTHER(MPI_C_FLOAT_COMPLEX, C32, G_COMPLEX, float _Complex),
-        NC_OTHER(MPI_C_COMPLEX, C32, G_COMPLEX, float _Complex),
-        NC_OTHER(MPI_C_DOUBLE_COMPLEX, C64, G_COMPLEX, double _Complex),
-        NC_OTHER(MPI_C_LONG_DOUBLE_COMPLEX, C80, G_COMPLEX, long double _Complex),
-        NC_OTHER(MPI_C_BOOL, BOOL, G_LOGICAL, bool),
-        NC_OTHER(MPI_FLOAT_INT, FLOAT_INT, G_PAIR, pair_float_int),
-        NC_OTHER(MPI_DOUBLE_INT, DOUBLE_INT, G_PAIR, pair_double_int),
-        NC_OTHER(MPI_LONG_INT, LONG_INT, G_PAIR, pair_long_int),
-        NC_OTHER(MPI_2INT, INT_INT, G_PAIR, pair_int_int),
-        NC_OTHER(MPI_SHORT_INT, SHORT_INT, G_PAIR, pair_short_int),
-        NC_OTHER(MPI_LONG_DOUBLE_INT, LONG_DOUBLE_INT, G_PAIR, pair_long_double_int),
+        NC_MULTI(MPI_COUNT, MPI_Count), NC_OTHER(MPI_BYTE, U8, G_BYTE),
+        NC_OTHER(MPI_FLOAT, F32, G_FLOAT), NC_OTHER(MPI_DOUBLE, F64, G_FLOAT),
+        NC_OTHER(MPI_LONG_DOUBLE, F80, G_FLOAT),
+        NC_OTHER(MPI_C_FLOAT_COMPLEX, C32, G_COMPLEX),
+        NC_OTHER(MPI_C_COMPLEX, C32, G_COMPLEX),
+        NC_OTHER(MPI_C_DOUBLE_COMPLEX, C64, G_COMPLEX),
+        NC_OTHER(MPI_C_LONG_DOUBLE_COMPLEX, C80, G_COMPLEX),
+        NC_OTHER(MPI_C_BOOL, BOOL, G_LOGICAL),
+        NC_OTHER(MPI_FLOAT_INT, FLOAT_INT, G_PAIR),
+        NC_OTHER(MPI_DOUBLE_INT, DOUBLE_INT, G_PAIR),
+        NC_OTHER(MPI_LONG_INT, LONG_INT, G_PAIR),
+        NC_OTHER(MPI_2INT, INT_INT, G_PAIR),
+        NC_OTHER(MPI_SHORT_INT, SHORT_INT, G_PAIR),
+        NC_OTHER(MPI_LONG_DOUBLE_INT, LONG_DOUBLE_INT, G_PAIR),
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0] && known_count < (int)(sizeof known / sizeof known[0]); i++) {
         /* Only where the host lays the type out exactly like the C kernel's element. */
@@ -108,9 +104,9 @@ static void build_type_table(void)
         if (PMPI_Type_get_extent(all[i].type, &lb, &extent) != MPI_SUCCESS ||
             PMPI_Type_get_true_extent(all[i].type, &true_lb, &true_extent) != MPI_SUCCESS)
             continue;
-        if (lb != 0 || true_lb != 0 || (size_t)extent != all[i].extent || nc_elem_size(all[i].elem) != all[i].extent)
-            continue;
+        if (lb != 0 || true_lb != 0 || (size_t)extent != nc_elem_size(all[i].elem)) continue;
         known[known_count] = all[i];
+        known[known_count].extent = (size_t)extent;
         known[known_count++].true_extent = (size_t)true_extent;
     }
 }
