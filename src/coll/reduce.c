@@ -98,9 +98,9 @@ static void publish_frag(nc_node *n, const frag_plan *p, uint64_t g)
 }
 
 /* Claims my slot for fragment g and fills it with `len` bytes from src. */
-static char *copy_to_slot(nc_node *n, const frag_plan *p, uint64_t g, const char *src, size_t len)
+static char *copy_to_slot(nc_node *n, nc_frag_place place, uint64_t g, const char *src, size_t len)
 {
-    char *slot = nc_frag_claim_for_all(n, p->place, g);
+    char *slot = nc_frag_claim_for_all(n, place, g);
     memcpy(slot, src, len);
     return slot;
 }
@@ -190,7 +190,7 @@ static void flat_allreduce(nc_comm *c, const char *send, char *recv, size_t coun
     for (uint64_t k = 0; k < p.nfrag; k++) {
         uint64_t g = p.g0 + k;
         size_t cnt = frag_count(&p, k), off = frag_first(&p, k) * p.elem, len = cnt * p.elem;
-        char *mine = copy_to_slot(n, &p, g, send + off, len); /* my input from here on (in place) */
+        char *mine = copy_to_slot(n, p.place, g, send + off, len); /* my input from here on (in place) */
         publish_frag(n, &p, g);
         for (int q = n->size - 1; q >= 0; q--) {
             const char *src = q == n->rank ? mine : peer_frag(n, &p, q, g);
@@ -210,7 +210,7 @@ static void node_forward(nc_comm *c, int from, int to, const char *src, char *ds
         uint64_t g = p.g0 + k;
         size_t off = frag_first(&p, k), len = frag_count(&p, k);
         if (n->rank == from) {
-            copy_to_slot(n, &p, g, src + off, len);
+            copy_to_slot(n, p.place, g, src + off, len);
             publish_frag(n, &p, g);
         } else if (n->rank == to) {
             memcpy(dst + off, peer_frag(n, &p, from, g), len);
@@ -306,6 +306,96 @@ static size_t *even_slices(int parts, size_t count)
     return first;
 }
 
+/* ---- reduce-scatter by slices through the rings -------------------------------------- */
+
+/* The same slices without system calls: in round k every rank copies chunk k of each peer's
+ * slice of its input into its ring (P-1 pieces), then folds the pieces the others staged
+ * for its own slice with its own input into a result segment, which every rank that needs
+ * it copies out.  The staged chunks are read soon after they are written, so they mostly
+ * move between the cores' caches, not through memory.  Fragment numbers of round k:
+ * g0 + k*P + j, the pieces first (j = the peer's index among the others), the result last.
+ * Needs 2P ring segments, so a round's segments are free again when the next starts. */
+typedef struct ring_slices {
+    uint64_t g0;
+    int size;
+    size_t per_round; /* elements of one slice per round */
+} ring_slices;
+
+static uint64_t piece_frag(const ring_slices *rs, uint64_t k, int owner, int reader)
+{
+    return rs->g0 + k * (uint64_t)rs->size + (uint64_t)(reader < owner ? reader : reader - 1);
+}
+
+static uint64_t result_frag(const ring_slices *rs, uint64_t k) { return rs->g0 + k * (uint64_t)rs->size + (uint64_t)rs->size - 1; }
+
+/* Elements [*lo, *hi) of slice q in round k (empty once the slice is done). */
+static void round_span(const ring_slices *rs, const size_t *first, int q, uint64_t k, size_t *lo, size_t *hi)
+{
+    *lo = min_size(first[q] + (size_t)k * rs->per_round, first[q + 1]);
+    *hi = min_size(*lo + rs->per_round, first[q + 1]);
+}
+
+static int ring_slices_fit(const nc_node *n) { return n->layout.nseg >= 2 * n->size; }
+
+static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *first, const nc_reduction *r,
+                       int deliver)
+{
+    nc_node *n = &c->node;
+    nc_frag_place ring = {0, 0};
+    size_t es = r->elem_size;
+    ring_slices rs = {n->frag, n->size, n->layout.seg_size / es};
+    uint64_t rounds = 0;
+    for (int q = 0; q < n->size; q++) {
+        uint64_t need = (first[q + 1] - first[q] + rs.per_round - 1) / rs.per_round;
+        if (need > rounds) rounds = need;
+    }
+    n->frag += rounds * (uint64_t)n->size;
+    int me = n->rank;
+    /* In place, my block's result goes to the start of recv: kept aside until the end. */
+    char *aside = deliver == DELIVER_OWN && send == recv && first[me] ? xmalloc((first[me + 1] - first[me]) * es) : NULL;
+    char *own_dst = aside ? aside : recv;
+    for (uint64_t k = 0; k < rounds; k++) {
+        size_t lo, hi;
+        for (int q = 0; q < n->size; q++) {
+            if (q == me) continue;
+            uint64_t g = piece_frag(&rs, k, me, q);
+            round_span(&rs, first, q, k, &lo, &hi);
+            copy_to_slot(n, ring, g, send + lo * es, (hi - lo) * es);
+            nc_flag_post(&nc_node_ctl(n, me)->pub, g + 1);
+        }
+        uint64_t gr = result_frag(&rs, k);
+        round_span(&rs, first, me, k, &lo, &hi);
+        char *acc = nc_frag_claim_for_all(n, ring, gr);
+        for (int q = n->size - 1; q >= 0; q--) {
+            const char *src = send + lo * es;
+            if (q != me) {
+                uint64_t g = piece_frag(&rs, k, q, me);
+                nc_wait_ge(&nc_node_ctl(n, q)->pub, g + 1, &n->wait);
+                src = nc_frag_data(n, ring, q, g);
+            }
+            if (q == n->size - 1) memcpy(acc, src, (hi - lo) * es);
+            else fold(r, src, acc, hi - lo);
+        }
+        nc_flag_post(&nc_node_ctl(n, me)->pub, gr + 1);
+        if (deliver == DELIVER_ALL || deliver == me) {
+            for (int q = 0; q < n->size; q++) {
+                uint64_t g = result_frag(&rs, k);
+                round_span(&rs, first, q, k, &lo, &hi);
+                if (q != me) nc_wait_ge(&nc_node_ctl(n, q)->pub, g + 1, &n->wait);
+                memcpy(recv + lo * es, q == me ? acc : nc_frag_data(n, ring, q, g), (hi - lo) * es);
+            }
+        } else if (deliver == DELIVER_OWN) {
+            memcpy(own_dst + (lo - first[me]) * es, acc, (hi - lo) * es);
+        }
+        consumed(n, result_frag(&rs, k));
+    }
+    if (aside) {
+        /* Every piece of my input is staged by now: recv may take my result. */
+        memcpy(recv, aside, (first[me + 1] - first[me]) * es);
+        free(aside);
+    }
+}
+
 /* ---- Scan / Exscan on a node ----------------------------------------------------------- */
 
 /* prefix(r) = prefix(r-1) op x(r): rank r folds rank r-1's published prefix into a copy of
@@ -317,7 +407,7 @@ static void chain_scan(nc_comm *c, const char *send, char *recv, size_t count, c
     for (uint64_t k = 0; k < p.nfrag; k++) {
         uint64_t g = p.g0 + k;
         size_t cnt = frag_count(&p, k), off = frag_first(&p, k) * p.elem, len = cnt * p.elem;
-        char *mine = copy_to_slot(n, &p, g, send + off, len);
+        char *mine = copy_to_slot(n, p.place, g, send + off, len);
         if (n->rank > 0) {
             const char *prev = peer_frag(n, &p, n->rank - 1, g);
             if (exclusive) memcpy(recv + off, prev, len);
@@ -378,6 +468,20 @@ static int ordered(nc_comm *c, const char *send, char *recv, size_t count, const
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
+/* The table's choice; shm slices fall back to the tree when the rings are too short. */
+static nc_alg_id slice_alg(const nc_comm *c, nc_coll_id coll, size_t bytes)
+{
+    nc_alg_id alg = nc_select(c, coll, bytes);
+    return alg == NC_ALG_SHM && !ring_slices_fit(&c->node) ? NC_ALG_TREE : alg;
+}
+
+static void run_slices(nc_comm *c, nc_alg_id alg, const char *send, char *recv, const size_t *first,
+                       const nc_reduction *r, int deliver)
+{
+    if (alg == NC_ALG_CMA) cma_slices(c, send, recv, first, r, deliver);
+    else shm_slices(c, send, recv, first, r, deliver);
+}
+
 static int tree_radix(const nc_comm *c)
 {
     /* Reproducible: a flat fan-in folds x0 op (x1 op ...) like every other algorithm. */
@@ -393,10 +497,10 @@ static nc_alg_id node_reduce(nc_comm *c, nc_coll_id coll, const char *send, char
         if (send != recv) memcpy(recv, send, count * r->elem_size);
         return NC_ALG_FLAT;
     }
-    nc_alg_id alg = nc_select(c, coll, count * r->elem_size);
-    if (alg == NC_ALG_CMA) {
+    nc_alg_id alg = slice_alg(c, coll, count * r->elem_size);
+    if (alg == NC_ALG_CMA || alg == NC_ALG_SHM) {
         size_t *first = even_slices(n->size, count);
-        cma_slices(c, send, recv, first, r, root);
+        run_slices(c, alg, send, recv, first, r, root);
         free(first);
     } else {
         tree_reduce(c, send, recv, count, r, root, alg == NC_ALG_FLAT ? n->size - 1 : tree_radix(c));
@@ -408,10 +512,10 @@ static nc_alg_id node_allreduce(nc_comm *c, nc_coll_id coll, const char *send, c
                                 const nc_reduction *r)
 {
     nc_node *n = &c->node;
-    nc_alg_id alg = nc_select(c, coll, count * r->elem_size);
-    if (alg == NC_ALG_CMA) {
+    nc_alg_id alg = slice_alg(c, coll, count * r->elem_size);
+    if (alg == NC_ALG_CMA || alg == NC_ALG_SHM) {
         size_t *first = even_slices(n->size, count);
-        cma_slices(c, send, recv, first, r, DELIVER_ALL);
+        run_slices(c, alg, send, recv, first, r, DELIVER_ALL);
         free(first);
     } else if (alg == NC_ALG_FLAT) {
         flat_allreduce(c, send, recv, count, r);
@@ -492,9 +596,10 @@ int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv,
     for (int q = 0; q < c->size; q++) first[q + 1] = first[q] + counts[q];
     size_t total = first[c->size];
     /* On one node, node ranks are comm ranks: the slices are the blocks. */
-    if (!nc_comm_multinode(c) && nc_select(c, coll, total * es) == NC_ALG_CMA) {
-        cma_slices(c, send, recv, first, r, DELIVER_OWN);
-        nc_stats_count(coll, NC_ALG_CMA, total * es);
+    nc_alg_id alg = nc_comm_multinode(c) ? NC_ALG_COUNT : slice_alg(c, coll, total * es);
+    if (alg == NC_ALG_CMA || alg == NC_ALG_SHM) {
+        run_slices(c, alg, send, recv, first, r, DELIVER_OWN);
+        nc_stats_count(coll, alg, total * es);
     } else {
         char *all = scratch(&c->node, SCRATCH_VECTOR, total * es);
         err = allreduce_for(c, coll, send, all, total, r);
