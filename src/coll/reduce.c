@@ -49,12 +49,18 @@ enum { SCRATCH_CHUNKS, SCRATCH_VECTOR };
  * mapped. */
 static char *scratch(nc_node *n, int which, size_t bytes)
 {
-    if (n->scratch_bytes[which] < bytes) {
+    if (!n->scratch[which] || n->scratch_bytes[which] < bytes) {
         free(n->scratch[which]);
         n->scratch[which] = xmalloc(bytes);
         n->scratch_bytes[which] = bytes;
     }
     return n->scratch[which];
+}
+
+/* memcpy for buffers that may be absent when empty (a rank's Reduce_scatter block of 0). */
+static void copy_bytes(void *dst, const void *src, size_t len)
+{
+    if (len) memcpy(dst, src, len);
 }
 
 /* acc = lower op acc, `count` elements. */
@@ -269,7 +275,7 @@ static void reduce_slice(nc_comm *c, const peer_buffers *b, const char *send, si
         }
         for (int q = 0; q < n->size; q++) {
             if (deliver == DELIVER_OWN) {
-                if (q == n->rank) memcpy(own_dst + (e - lo) * es, acc, len);
+                if (q == n->rank) copy_bytes(own_dst + (e - lo) * es, acc, len);
             } else if (deliver == DELIVER_ALL || deliver == q) {
                 if (q == n->rank) memcpy(b->result[q] + off, acc, len);
                 else nc_node_cma_or_die(n, q, b->result[q] + off, acc, len, 1);
@@ -385,7 +391,7 @@ static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *f
                 memcpy(recv + lo * es, q == me ? acc : nc_frag_data(n, ring, q, g), (hi - lo) * es);
             }
         } else if (deliver == DELIVER_OWN) {
-            memcpy(own_dst + (lo - first[me]) * es, acc, (hi - lo) * es);
+            copy_bytes(own_dst + (lo - first[me]) * es, acc, (hi - lo) * es);
         }
         consumed(n, result_frag(&rs, k));
     }
@@ -494,7 +500,7 @@ static nc_alg_id node_reduce(nc_comm *c, nc_coll_id coll, const char *send, char
 {
     nc_node *n = &c->node;
     if (n->size == 1) {
-        if (send != recv) memcpy(recv, send, count * r->elem_size);
+        if (send != recv) copy_bytes(recv, send, count * r->elem_size);
         return NC_ALG_FLAT;
     }
     nc_alg_id alg = slice_alg(c, coll, count * r->elem_size);
@@ -603,7 +609,7 @@ int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv,
     } else {
         char *all = scratch(&c->node, SCRATCH_VECTOR, total * es);
         err = allreduce_for(c, coll, send, all, total, r);
-        memcpy(recv, all + first[c->rank] * es, counts[c->rank] * es);
+        copy_bytes(recv, all + first[c->rank] * es, counts[c->rank] * es);
     }
     free(first);
     return err;
