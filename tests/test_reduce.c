@@ -441,12 +441,11 @@ static void run_matrix(MPI_Comm comm, const char *comm_name, uint64_t seed, int 
     int size;
     MPI_Comm_size(comm, &size);
     uint64_t rng = seed;
-    int n = 0;
     for (int t = 0; t < NTYPES; t++)
         for (int op = 0; op <= O_MAXLOC; op++) {
             if (!(group_ops[types[t].group] & (1u << op))) continue;
             for (int coll = 0; coll < C_COLLS; coll++) {
-                if (n++ % stride) continue;
+                if (t_rand(&rng) % (uint64_t)stride) continue; /* a random 1/stride of the cases */
                 rcase c = {coll, op, (int)(t_rand(&rng) % (uint64_t)size), (int)(t_rand(&rng) % 3 == 0), &types[t],
                            random_count(&rng), t_rand(&rng)};
                 if (coll == C_RSB || coll == C_RS) c.count /= (size_t)size;
@@ -459,7 +458,7 @@ static void run_matrix(MPI_Comm comm, const char *comm_name, uint64_t seed, int 
  * collective, every root, sizes across the inline / ring / single-copy thresholds. */
 static void run_user_ops(MPI_Comm comm, const char *comm_name, uint64_t seed, int stride)
 {
-    int size, n = 0;
+    int size;
     MPI_Comm_size(comm, &size);
     static const size_t counts[] = {1, 7, 15, 100, 5000, 40000};
     uint64_t rng = seed;
@@ -467,7 +466,7 @@ static void run_user_ops(MPI_Comm comm, const char *comm_name, uint64_t seed, in
         for (int coll = 0; coll < C_COLLS; coll++)
             for (int root = 0; root < (coll == C_COLL_REDUCE ? size : 1); root++)
                 for (int u = 0; u < 2; u++) {
-                    if (n++ % stride) continue;
+                    if (t_rand(&rng) % (uint64_t)stride) continue;
                     rcase c = {coll, u ? O_USER_AFFINE : O_USER_SUM, root, (int)(t_rand(&rng) % 2),
                                u ? &affine_type : &types[T_INT_INDEX], counts[k], t_rand(&rng)};
                     if (coll == C_RSB || coll == C_RS) c.count = c.count / (size_t)size + 1;

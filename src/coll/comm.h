@@ -21,6 +21,7 @@ typedef struct nc_bridge {
      * (r->host); Allreduce in place, Reduce's recv used at the bridge root only. */
     int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
     int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
+    int (*exscan)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r);
     /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
     void *comm_ctx;
     int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);

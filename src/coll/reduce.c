@@ -615,14 +615,45 @@ int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv,
     return err;
 }
 
+/* Several nodes holding consecutive ranks: each node scans its own ranks (chain), its last
+ * rank's total goes to the leader, the leaders exscan the totals through the host MPI, and
+ * every rank but those of the first node folds its node's offset in front of its result. */
+static int hierarchical_scan(nc_comm *c, const char *send, char *recv, size_t count, const nc_reduction *r,
+                             int exclusive)
+{
+    nc_node *n = &c->node;
+    size_t bytes = count * r->elem_size;
+    int last = n->rank == n->size - 1, err = 0;
+    char *total = scratch(n, SCRATCH_VECTOR, 2 * bytes), *offset = total + bytes;
+    if (last) copy_bytes(total, send, bytes); /* before an in-place chain overwrites it */
+    if (n->size > 1) chain_scan(c, send, recv, count, r, exclusive);
+    else if (!exclusive && send != recv) copy_bytes(recv, send, bytes);
+    if (last && n->rank > 0) {
+        if (exclusive) fold(r, recv, total, count); /* my exclusive prefix op my input */
+        else copy_bytes(total, recv, bytes);
+    }
+    if (n->size > 1) node_forward(c, n->size - 1, 0, total, total, bytes);
+    if (nc_comm_is_leader(c)) {
+        err = c->bridge.exscan(c->bridge.ctx, total, offset, count, r);
+        nc_stats_count(exclusive ? NC_COLL_EXSCAN : NC_COLL_SCAN, NC_ALG_BRIDGE, bytes);
+    }
+    if (c->node_of[c->rank] == 0) return err; /* the first node's prefixes are already global */
+    if (n->size > 1) nc_node_bcast(c, offset, bytes, 0);
+    if (exclusive && n->rank == 0) copy_bytes(recv, offset, bytes);
+    else fold(r, offset, recv, count);
+    return err;
+}
+
 int nc_scan(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int exclusive)
 {
     nc_coll_id coll = exclusive ? NC_COLL_EXSCAN : NC_COLL_SCAN;
-    if (nc_comm_multinode(c)) {
+    int err = 0;
+    if (nc_comm_multinode(c) && (c->cfg.reproducible || !nodes_hold_consecutive_ranks(c))) {
         nc_stats_count(coll, NC_ALG_ORDERED, count * r->elem_size);
         return ordered(c, send, recv, count, r, exclusive ? ORDERED_EXSCAN : ORDERED_SCAN, -1);
     }
-    chain_scan(c, send, recv, count, r, exclusive);
+    if (nc_comm_multinode(c)) err = hierarchical_scan(c, send, recv, count, r, exclusive);
+    else chain_scan(c, send, recv, count, r, exclusive);
     nc_stats_count(coll, NC_ALG_CHAIN, count * r->elem_size);
-    return 0;
+    return err;
 }

@@ -67,8 +67,10 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
     return MPI_SUCCESS;
 }
 
+#define NC_BRIDGE_EXSCAN (-2) /* `root` of bridge_reduce_any meaning Exscan */
+
 /* Reductions through the host MPI in pieces of at most INT_MAX elements.  Allreduce works
- * in place; Reduce gets separate buffers (MPICH 4.0.2 dereferences MPI_IN_PLACE in some of
+ * in place; Reduce and Exscan get separate buffers (MPICH 4.0.2 dereferences MPI_IN_PLACE in some of
  * its Reduce algorithms). */
 static int bridge_reduce_any(MPI_Comm comm, const void *send, void *recv, size_t count, const nc_reduction *r,
                              int root)
@@ -79,8 +81,10 @@ static int bridge_reduce_any(MPI_Comm comm, const void *send, void *recv, size_t
         int n = (int)(count - first < piece ? count - first : piece);
         size_t off = first * r->elem_size;
         char *out = recv ? (char *)recv + off : NULL;
-        int err = root < 0 ? PMPI_Allreduce(MPI_IN_PLACE, out, n, h->type, h->op, comm)
-                           : PMPI_Reduce((const char *)send + off, out, n, h->type, h->op, root, comm);
+        const char *in = send ? (const char *)send + off : NULL;
+        int err = root == NC_BRIDGE_EXSCAN ? PMPI_Exscan(in, out, n, h->type, h->op, comm)
+                  : root < 0               ? PMPI_Allreduce(MPI_IN_PLACE, out, n, h->type, h->op, comm)
+                                           : PMPI_Reduce(in, out, n, h->type, h->op, root, comm);
         if (err != MPI_SUCCESS) return err;
     }
     return MPI_SUCCESS;
@@ -94,6 +98,11 @@ static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reducti
 static int bridge_reduce(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root)
 {
     return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, root);
+}
+
+static int bridge_exscan(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, NC_BRIDGE_EXSCAN);
 }
 
 /* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
@@ -162,7 +171,7 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
     }
     free(table);
     c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast,
-                            bridge_allreduce, bridge_reduce, &s->comm, comm_allgather};
+                            bridge_allreduce, bridge_reduce, bridge_exscan, &s->comm, comm_allgather};
     return MPI_SUCCESS;
 }
 
