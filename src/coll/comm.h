@@ -8,6 +8,7 @@
 
 #include "../core/config.h"
 #include "../core/node.h"
+#include "../core/ops.h"
 #include "../core/stats.h"
 
 /* Inter-node steps among node leaders; each returns 0 or the host MPI's error code. */
@@ -16,6 +17,14 @@ typedef struct nc_bridge {
     int size, rank; /* size 1 when everything is on one node; rank -1 on non-leaders */
     int (*barrier)(void *ctx);
     int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
+    /* Among the leaders with the call's op and datatype as the adapter describes them
+     * (r->host); Allreduce in place, Reduce's recv used at the bridge root only. */
+    int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
+    int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
+    int (*exscan)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r);
+    /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
+    void *comm_ctx;
+    int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);
 } nc_bridge;
 
 typedef struct nc_comm {
@@ -33,5 +42,16 @@ static inline int nc_comm_is_leader(const nc_comm *c) { return c->node.rank == 0
 /* Collectives on contiguous bytes; each returns 0 or an error code from the bridge. */
 int nc_barrier(nc_comm *c);
 int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root);
+/* The node-level part of Bcast from node rank `root`; returns the algorithm it ran. */
+nc_alg_id nc_node_bcast(nc_comm *c, void *buf, size_t bytes, int root);
+
+/* Reductions on `count` elements of r->elem_size bytes.  send == recv means in place (for
+ * Reduce_scatter: the whole input is in recv and my block's result goes to its start).
+ * root < 0 makes nc_reduce an Allreduce; counts[] of nc_reduce_scatter are per rank and
+ * `coll` says which of the two Reduce_scatter calls it serves (for the counters). */
+int nc_reduce(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
+int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv, const size_t *counts,
+                      const nc_reduction *r);
+int nc_scan(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int exclusive);
 
 #endif

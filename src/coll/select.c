@@ -6,21 +6,41 @@
 #define NC_SETTING(field) offsetof(nc_config, field)
 
 /* First matching row wins.  A row applies when the node has at most `max_ranks_setting`
- * ranks and the message has at least `min_bytes_setting` bytes (both read from the agreed
- * settings, so every rank decides alike), and single-copy works if the row needs it. */
+ * ranks and the message has at least `min_bytes_setting` and at most `max_bytes_setting`
+ * bytes (all read from the agreed settings, so every rank decides alike), and single-copy
+ * works if the row needs it.  Reductions count the bytes of the whole vector. */
 typedef struct nc_rule {
     nc_coll_id coll;
     nc_alg_id alg;
     size_t max_ranks_setting;
     size_t min_bytes_setting;
+    size_t max_bytes_setting;
     int needs_cma;
 } nc_rule;
 
+#define NC_ANY NC_NO_SETTING
 static const nc_rule rules[] = {
-    {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_NO_SETTING, NC_NO_SETTING, 0},
-    {NC_COLL_BCAST, NC_ALG_CMA, NC_NO_SETTING, NC_SETTING(bcast_cma_min), 1},
-    {NC_COLL_BCAST, NC_ALG_SHM, NC_NO_SETTING, NC_NO_SETTING, 0},
+    {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_BCAST, NC_ALG_CMA, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, 1},
+    {NC_COLL_BCAST, NC_ALG_SHM, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_ALLREDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, 1},
+    {NC_COLL_ALLREDUCE, NC_ALG_SHM, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, 0},
+    {NC_COLL_ALLREDUCE, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
+    {NC_COLL_ALLREDUCE, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_REDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, 1},
+    {NC_COLL_REDUCE, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_REDUCE_SCATTER, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, 1},
+    {NC_COLL_REDUCE_SCATTER, NC_ALG_SHM, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, 0},
+    {NC_COLL_REDUCE_SCATTER, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
+    {NC_COLL_REDUCE_SCATTER, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, 1},
+    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_SHM, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, 0},
+    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
+    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_SCAN, NC_ALG_CHAIN, NC_ANY, NC_ANY, NC_ANY, 0},
+    {NC_COLL_EXSCAN, NC_ALG_CHAIN, NC_ANY, NC_ANY, NC_ANY, 0},
 };
+#undef NC_ANY
 
 /* An explicit NODECOLL_<COLL>_ALG setting bypasses the table. */
 static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
@@ -29,12 +49,20 @@ static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
                                              [NC_BARRIER_TREE] = NC_ALG_TREE,
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
     static const nc_alg_id bcast_algs[] = {[NC_BCAST_SHM] = NC_ALG_SHM, [NC_BCAST_CMA] = NC_ALG_CMA};
+    static const nc_alg_id reduce_algs[] = {[NC_REDUCE_FLAT] = NC_ALG_FLAT, [NC_REDUCE_TREE] = NC_ALG_TREE,
+                                            [NC_REDUCE_CMA] = NC_ALG_CMA, [NC_REDUCE_SHM] = NC_ALG_SHM};
     switch (coll) {
     case NC_COLL_BARRIER:
         return c->cfg.barrier_alg == NC_BARRIER_AUTO ? NC_ALG_COUNT : barrier_algs[c->cfg.barrier_alg];
     case NC_COLL_BCAST:
         if (c->cfg.bcast_alg == NC_BCAST_CMA && !c->node.cma) return NC_ALG_SHM;
         return c->cfg.bcast_alg == NC_BCAST_AUTO ? NC_ALG_COUNT : bcast_algs[c->cfg.bcast_alg];
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_REDUCE_SCATTER_BLOCK:
+        if (c->cfg.reduce_alg == NC_REDUCE_CMA && !c->node.cma) return NC_ALG_TREE;
+        return c->cfg.reduce_alg == NC_REDUCE_AUTO ? NC_ALG_COUNT : reduce_algs[c->cfg.reduce_alg];
     default:
         return NC_ALG_COUNT;
     }
@@ -50,6 +78,8 @@ static int rule_applies(const nc_rule *r, const nc_comm *c, size_t bytes)
     if (r->max_ranks_setting != NC_NO_SETTING && c->node.size > setting(c, r->max_ranks_setting))
         return 0;
     if (r->min_bytes_setting != NC_NO_SETTING && (int64_t)bytes < setting(c, r->min_bytes_setting))
+        return 0;
+    if (r->max_bytes_setting != NC_NO_SETTING && (int64_t)bytes > setting(c, r->max_bytes_setting))
         return 0;
     return !r->needs_cma || c->node.cma;
 }

@@ -36,6 +36,32 @@
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
   X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
+  X(reduce_alg,          ENUM, 0,        0, 4,        "auto|flat|tree|cma|shm", \
+    "Reduce/Allreduce/Reduce_scatter algorithm on a node: flat (every rank folds every rank's data; " \
+    "for Reduce the root does), fan-in tree (+ Bcast fan-out for Allreduce), cma (each rank reduces a " \
+    "slice reading the others' buffers single-copy, then delivers it), or shm (the same slices staged " \
+    "through the shared rings; needs NODECOLL_SEGMENTS >= 2 x ranks per node, else tree).") \
+  X(reduce_fanin,        INT,  4,        1, 64,       NULL, \
+    "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
+  X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
+    "auto uses flat Allreduce (no fan-out step; also for Reduce_scatter below NODECOLL_REDUCE_CMA_MIN) up to this many bytes when the node has at most " \
+    "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
+  X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
+    "Most ranks per node for which auto picks the flat Allreduce.") \
+  X(reduce_cma_min,      SIZE, 32768,    0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Allreduce and Reduce_scatter from this many bytes up, when CMA works.") \
+  X(reduce_shm_min,      SIZE, 32768,    0, 1099511627776, NULL, \
+    "Without single-copy (or below NODECOLL_REDUCE_CMA_MIN), auto stages Allreduce and Reduce_scatter through " \
+    "the rings by slices (shm) from this many bytes up; below, and for Reduce, flat or tree.") \
+  X(reduce_root_cma_min, SIZE, 1099511627776, 0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Reduce (to a root) from this many bytes up, when CMA works " \
+    "(default: never; at 2 ranks the fan-in tree was faster at every size).") \
+  X(reduce_chunk,        SIZE, 262144,    64, 1073741824, NULL, \
+    "Bytes a rank reduces at a time in the slice algorithm (two buffers of this size should stay in cache), " \
+    "and per rank per step in the ordered multi-node algorithm.") \
+  X(reproducible,        BOOL, 0,        0, 1,        NULL, \
+    "1: floating-point reductions are bitwise reproducible and independent of algorithm, radix and node count: " \
+    "every element is combined in rank order, x0 op (x1 op (... op x(P-1))) (Scan: ((x0 op x1) op x2) ...).") \
   X(segment_size,        SIZE, 32768,    4096, 67108864, NULL, \
     "Bytes per pipeline segment in a rank's shared-memory ring (rounded up to a page).") \
   X(segments,            INT,  8,        2, 1024,     NULL, \

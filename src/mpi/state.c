@@ -1,5 +1,6 @@
 #include "state.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,6 +99,50 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
     return MPI_SUCCESS;
 }
 
+#define NC_BRIDGE_EXSCAN (-2) /* `root` of bridge_reduce_any meaning Exscan */
+
+/* Reductions through the host MPI in pieces of at most INT_MAX elements.  Allreduce works
+ * in place; Reduce and Exscan get separate buffers (MPICH 4.0.2 dereferences MPI_IN_PLACE in some of
+ * its Reduce algorithms). */
+static int bridge_reduce_any(MPI_Comm comm, const void *send, void *recv, size_t count, const nc_reduction *r,
+                             int root)
+{
+    const nc_host_op *h = r->host;
+    const size_t piece = INT_MAX;
+    for (size_t first = 0; first < count; first += piece) {
+        int n = (int)(count - first < piece ? count - first : piece);
+        size_t off = first * r->elem_size;
+        char *out = recv ? (char *)recv + off : NULL;
+        const char *in = send ? (const char *)send + off : NULL;
+        int err = root == NC_BRIDGE_EXSCAN ? PMPI_Exscan(in, out, n, h->type, h->op, comm)
+                  : root < 0               ? PMPI_Allreduce(MPI_IN_PLACE, out, n, h->type, h->op, comm)
+                                           : PMPI_Reduce(in, out, n, h->type, h->op, root, comm);
+        if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
+static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reduction *r)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, NULL, buf, count, r, -1);
+}
+
+static int bridge_reduce(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, root);
+}
+
+static int bridge_exscan(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, NC_BRIDGE_EXSCAN);
+}
+
+/* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
+static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t bytes)
+{
+    return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)comm_ctx);
+}
+
 /* ---- setup ------------------------------------------------------------------------- */
 
 static int all_agree(int ok, MPI_Comm comm)
@@ -157,7 +202,8 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
         c->node_rank_of[r] = table[2 * r + 1];
     }
     free(table);
-    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast};
+    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast,
+                            bridge_allreduce, bridge_reduce, bridge_exscan, &s->comm, comm_allgather};
     return MPI_SUCCESS;
 }
 
@@ -265,6 +311,11 @@ static void release_resources(nc_mpi_comm *s)
     free(n->pids);
     free(n->slot_use);
     free(n->cons_seen);
+    for (int i = 0; i < 2; i++) {
+        free(n->scratch[i]);
+        n->scratch[i] = NULL;
+        n->scratch_bytes[i] = 0;
+    }
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     n->pids = NULL;

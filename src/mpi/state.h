@@ -15,6 +15,13 @@ typedef struct nc_mpi_comm {
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
 
+/* What nc_reduction.host points to: the call's own op and datatype, for inter-node steps
+ * through the host MPI (user-defined ops included). */
+typedef struct nc_host_op {
+    MPI_Op op;
+    MPI_Datatype type;
+} nc_host_op;
+
 /* The accelerated state of comm, or NULL when this call must go to the host MPI (the reason
  * is counted for `coll`).  Collective on first use. */
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
