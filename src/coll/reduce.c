@@ -402,6 +402,46 @@ static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *f
     }
 }
 
+/* ---- recursive doubling (for comparison, seed 000 3.1) -------------------------------- */
+
+/* Step s pairs rank r with r ^ 2^s: both publish what they hold for fragment k, read the
+ * partner's and combine lower op higher, so after log2 P steps every rank holds the whole
+ * fold of every block in rank order, computed identically on both sides of each pair.
+ * Fragment numbers g0 + k * steps + s. */
+static int is_power_of_two(int x) { return x > 0 && !(x & (x - 1)); }
+
+static void recursive_doubling(nc_comm *c, const char *send, char *recv, size_t count, const nc_reduction *r)
+{
+    nc_node *n = &c->node;
+    int steps = 0;
+    while ((1 << steps) < n->size) steps++;
+    size_t es = r->elem_size, per_frag = n->layout.seg_size / es;
+    uint64_t nfrag = (count + per_frag - 1) / per_frag, g0 = n->frag;
+    nc_frag_place ring = {0, 0};
+    n->frag += nfrag * (uint64_t)steps;
+    if (send != recv) copy_bytes(recv, send, count * es);
+    char *tmp = scratch(n, SCRATCH_CHUNKS, per_frag * es);
+    for (uint64_t k = 0; k < nfrag; k++) {
+        size_t off = (size_t)k * per_frag * es, cnt = min_size(per_frag, count - (size_t)k * per_frag), len = cnt * es;
+        for (int st = 0; st < steps; st++) {
+            uint64_t g = g0 + k * (uint64_t)steps + (uint64_t)st;
+            int partner = n->rank ^ (1 << st);
+            copy_to_slot(n, ring, g, recv + off, len);
+            nc_flag_post(&nc_node_ctl(n, n->rank)->pub, g + 1);
+            nc_wait_ge(&nc_node_ctl(n, partner)->pub, g + 1, &n->wait);
+            const char *theirs = nc_frag_data(n, ring, partner, g);
+            if (partner < n->rank) {
+                fold(r, theirs, recv + off, cnt);
+            } else { /* mine op theirs: their copy takes the fold, then becomes mine */
+                memcpy(tmp, theirs, len);
+                fold(r, recv + off, tmp, cnt);
+                memcpy(recv + off, tmp, len);
+            }
+            consumed(n, g);
+        }
+    }
+}
+
 /* ---- Scan / Exscan on a node ----------------------------------------------------------- */
 
 /* prefix(r) = prefix(r-1) op x(r): rank r folds rank r-1's published prefix into a copy of
@@ -474,11 +514,15 @@ static int ordered(nc_comm *c, const char *send, char *recv, size_t count, const
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
-/* The table's choice; shm slices fall back to the tree when the rings are too short. */
+/* The table's choice; shm slices fall back to the tree when the rings are too short,
+ * recursive doubling on a node that is not a power of two and for Reduce. */
 static nc_alg_id slice_alg(const nc_comm *c, nc_coll_id coll, size_t bytes)
 {
     nc_alg_id alg = nc_select(c, coll, bytes);
-    return alg == NC_ALG_SHM && !ring_slices_fit(&c->node) ? NC_ALG_TREE : alg;
+    if (alg == NC_ALG_SHM && !ring_slices_fit(&c->node)) return NC_ALG_TREE;
+    if (alg == NC_ALG_RECURSIVE_DOUBLING && (coll == NC_COLL_REDUCE || !is_power_of_two(c->node.size)))
+        return NC_ALG_TREE;
+    return alg;
 }
 
 static void run_slices(nc_comm *c, nc_alg_id alg, const char *send, char *recv, const size_t *first,
@@ -504,6 +548,7 @@ static nc_alg_id node_reduce(nc_comm *c, nc_coll_id coll, const char *send, char
         return NC_ALG_FLAT;
     }
     nc_alg_id alg = slice_alg(c, coll, count * r->elem_size);
+    if (alg == NC_ALG_RECURSIVE_DOUBLING) alg = NC_ALG_TREE; /* an Allreduce algorithm */
     if (alg == NC_ALG_CMA || alg == NC_ALG_SHM) {
         size_t *first = even_slices(n->size, count);
         run_slices(c, alg, send, recv, first, r, root);
@@ -525,6 +570,8 @@ static nc_alg_id node_allreduce(nc_comm *c, nc_coll_id coll, const char *send, c
         free(first);
     } else if (alg == NC_ALG_FLAT) {
         flat_allreduce(c, send, recv, count, r);
+    } else if (alg == NC_ALG_RECURSIVE_DOUBLING) {
+        recursive_doubling(c, send, recv, count, r);
     } else {
         tree_reduce(c, send, recv, count, r, 0, tree_radix(c));
         nc_node_bcast(c, recv, count * r->elem_size, 0);

@@ -50,7 +50,8 @@ static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
     static const nc_alg_id bcast_algs[] = {[NC_BCAST_SHM] = NC_ALG_SHM, [NC_BCAST_CMA] = NC_ALG_CMA};
     static const nc_alg_id reduce_algs[] = {[NC_REDUCE_FLAT] = NC_ALG_FLAT, [NC_REDUCE_TREE] = NC_ALG_TREE,
-                                            [NC_REDUCE_CMA] = NC_ALG_CMA, [NC_REDUCE_SHM] = NC_ALG_SHM};
+                                            [NC_REDUCE_CMA] = NC_ALG_CMA, [NC_REDUCE_SHM] = NC_ALG_SHM,
+                                            [NC_REDUCE_RECURSIVE_DOUBLING] = NC_ALG_RECURSIVE_DOUBLING};
     switch (coll) {
     case NC_COLL_BARRIER:
         return c->cfg.barrier_alg == NC_BARRIER_AUTO ? NC_ALG_COUNT : barrier_algs[c->cfg.barrier_alg];

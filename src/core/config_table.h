@@ -36,11 +36,13 @@
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
   X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
-  X(reduce_alg,          ENUM, 0,        0, 4,        "auto|flat|tree|cma|shm", \
+  X(reduce_alg,          ENUM, 0,        0, 5,        "auto|flat|tree|cma|shm|recursive_doubling", \
     "Reduce/Allreduce/Reduce_scatter algorithm on a node: flat (every rank folds every rank's data; " \
     "for Reduce the root does), fan-in tree (+ Bcast fan-out for Allreduce), cma (each rank reduces a " \
-    "slice reading the others' buffers single-copy, then delivers it), or shm (the same slices staged " \
-    "through the shared rings; needs NODECOLL_SEGMENTS >= 2 x ranks per node, else tree).") \
+    "slice reading the others' buffers single-copy, then delivers it), shm (the same slices staged " \
+    "through the shared rings; needs NODECOLL_SEGMENTS >= 2 x ranks per node, else tree), or " \
+    "recursive_doubling (Allreduce by pairwise exchange through the rings, for comparison; a power-of-two " \
+    "node only, else and for Reduce: tree).") \
   X(reduce_fanin,        INT,  4,        1, 64,       NULL, \
     "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
   X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
