@@ -8,7 +8,13 @@
 
 #include "../core/config.h"
 #include "../core/node.h"
+#include "../core/ops.h"
 #include "../core/stats.h"
+
+/* Where one rank's block lies in a buffer holding the blocks of all ranks. */
+typedef struct nc_block {
+    size_t offset, bytes;
+} nc_block;
 
 /* Inter-node steps among node leaders; each returns 0 or the host MPI's error code. */
 typedef struct nc_bridge {
@@ -16,6 +22,12 @@ typedef struct nc_bridge {
     int size, rank; /* size 1 when everything is on one node; rank -1 on non-leaders */
     int (*barrier)(void *ctx);
     int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
+    /* Each leader holds in buf the blocks of its own node's ranks (blocks[r] for every comm
+     * rank r with node_of[r] == its bridge rank); afterwards every leader's buf holds every
+     * block.  Node blocks need not be contiguous (any placement of ranks on nodes). */
+    int (*allgather_blocks)(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks);
+    /* buf = the leaders' bufs combined by r (count elements), in bridge rank order. */
+    int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
 } nc_bridge;
 
 typedef struct nc_comm {

@@ -49,6 +49,13 @@
     "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \
     "Most shared memory this process maps for nodecoll segments; a communicator that would exceed it uses the host MPI.") \
+  X(shared_debug,        BOOL, 0,        0, 1,        NULL, \
+    "Node-shared results (nodecoll_shared_*): protect the result pages in each process, read-only while " \
+    "held and inaccessible once released, so reading a released result or writing into one stops the " \
+    "process with a message naming the misuse (two mprotect calls per call).") \
+  X(shared_chunk,        SIZE, 65536,    64, 1099511627776, NULL, \
+    "Bytes one step of a node-shared Allreduce folds: the ranks of a node pass the result along in a " \
+    "pipeline of pieces this size.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \

@@ -29,6 +29,11 @@ typedef struct nc_node {
     nc_slot_use *slot_use;                 /* per ring segment */
     nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
     uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
+    /* Node-shared handles: which flag sets of the control pages are taken, and the last call
+     * number of the handle that used each set (the next handle there continues from it, so
+     * its flags never go back).  Changed only by collective create/free: alike on all ranks. */
+    uint64_t shared_seq[NC_SHARED_SLOTS];
+    unsigned char shared_used[NC_SHARED_SLOTS];
 } nc_node;
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)

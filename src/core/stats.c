@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#define NODECOLL_NO_MPI /* src/core never sees MPI */
 #include "nodecoll.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))

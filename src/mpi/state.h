@@ -18,6 +18,21 @@ typedef struct nc_mpi_comm {
 /* The accelerated state of comm, or NULL when this call must go to the host MPI (the reason
  * is counted for `coll`).  Collective on first use. */
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
+/* The same without counting: NULL and the reason in *why. */
+nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why);
+
+/* "Every rank is a node of its own": an nc_comm over a duplicate of comm whose bridge is the
+ * whole communicator, for node-shared handles on a communicator nodecoll does not accelerate
+ * (each rank then has a copy of its own, moved by the host MPI).  Collective. */
+void nc_mpi_solo_comm(MPI_Comm comm, nc_comm *c, MPI_Comm *bridge_comm);
+void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm);
+
+/* An MPI operation on an MPI datatype as the algorithms see it (nc_reduction.ctx points here). */
+typedef struct nc_mpi_op {
+    MPI_Datatype type;
+    MPI_Op op;
+} nc_mpi_op;
+nc_reduction nc_mpi_reduction(nc_mpi_op *op, size_t extent, int commutative);
 
 /* Counts a fallback for a call whose arguments we leave to the host MPI to judge. */
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason);
