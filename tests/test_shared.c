@@ -219,7 +219,11 @@ static void round_allgatherv(round_ctx *r, nodecoll_shared h, uint64_t *rng)
     for (int i = 0; used && i < r->size; i++)
         T_CHECK(used[i] == displs[i], "%s round %d: displacement of rank %d is %d, not %d", r->name, r->round, i,
                 used[i], displs[i]);
-    PMPI_Allgatherv(mine, count, type, want, counts, displs, type, r->comm);
+    if (r->size > 1)
+        PMPI_Allgatherv(mine, count, type, want, counts, displs, type, r->comm);
+    else /* MPICH 4.0.2's Allgatherv on one process ignores displs[0] */
+        PMPI_Sendrecv(mine, count, type, 0, 0, want + (size_t)displs[0] * extent, count, type, 0, 0, r->comm,
+                      MPI_STATUS_IGNORE);
     for (int i = 0; i < r->size; i++) {
         const char *g = (const char *)got + (size_t)displs[i] * extent, *w = want + (size_t)displs[i] * extent;
         if (!same_data(g, w, counts[i], type))
@@ -313,7 +317,9 @@ int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
     make_types();
-    int rounds = t_scale(t_size > 3 ? 120 : 300);
+    /* Oversubscribed, every PMPI reference call of MPICH costs milliseconds: fewer rounds. */
+    int oversubscribed_mpich = t_size > 2 && strstr(t_mpi_name(), "MPICH") != NULL;
+    int rounds = t_scale(oversubscribed_mpich ? 40 : t_size > 3 ? 120 : 300);
     run_on(MPI_COMM_WORLD, "world", rounds, 1, 0);
     MPI_Comm reversed;
     MPI_Comm_split(MPI_COMM_WORLD, 0, t_size - t_rank, &reversed);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +49,14 @@ typedef enum {
 } shared_error;
 
 static int error_codes[E_COUNT_];
+static const char *const messages[] = {
+#define MSG_OF(name, cls, msg) msg,
+    SHARED_ERRORS(MSG_OF)
+#undef MSG_OF
+};
+/* Codes whose MPI_Error_string is our message (MPICH 4.0.2 mangles the strings of codes
+ * added to predefined classes: there the message goes to stderr instead). */
+static int codes_carry_messages;
 static pthread_once_t codes_once = PTHREAD_ONCE_INIT;
 
 /* One MPI error code per condition, under the standard class, carrying the message. */
@@ -58,24 +67,25 @@ static void register_codes(void)
         SHARED_ERRORS(CLASS_OF)
 #undef CLASS_OF
     };
-    static const char *const messages[] = {
-#define MSG_OF(name, cls, msg) msg,
-        SHARED_ERRORS(MSG_OF)
-#undef MSG_OF
-    };
+    codes_carry_messages = 1;
     for (int e = 0; e < E_COUNT_; e++) {
-        int code;
-        if (PMPI_Add_error_code(classes[e], &code) == MPI_SUCCESS &&
-            PMPI_Add_error_string(code, (char *)messages[e]) == MPI_SUCCESS)
-            error_codes[e] = code;
-        else
-            error_codes[e] = classes[e];
+        int code, cls = -1, len = 0;
+        char text[MPI_MAX_ERROR_STRING] = "";
+        error_codes[e] = classes[e];
+        if (PMPI_Add_error_code(classes[e], &code) != MPI_SUCCESS ||
+            PMPI_Add_error_string(code, (char *)messages[e]) != MPI_SUCCESS)
+            continue;
+        PMPI_Error_class(code, &cls);
+        PMPI_Error_string(code, text, &len);
+        if (cls == classes[e] && strstr(text, messages[e])) error_codes[e] = code;
+        else codes_carry_messages = 0;
     }
 }
 
 static int fail(MPI_Comm comm, shared_error e)
 {
     pthread_once(&codes_once, register_codes);
+    if (!codes_carry_messages) fprintf(stderr, "%s\n", messages[e]);
     return nc_mpi_raise(comm, error_codes[e]);
 }
 
