@@ -3,13 +3,17 @@
  * straight out of the node's one copy of the broadcast blocks.  Both must give bit-identical
  * C, which must also equal C computed directly (small integer entries: exact in doubles).
  *
- *   mpiexec -np P summa [b] [reps]     b x b doubles per block and rank (default 32)
+ *   mpiexec -np P summa [b] [reps] [inner] [pmpi]
+ *       b x b doubles per block and rank (default 32); reps measurements (default 3) of
+ *       inner multiplications each (default 0: enough to last ~10 ms); "pmpi": the plain
+ *       version calls the host's PMPI_Bcast instead of (nodecoll's) MPI_Bcast
  *
  * The P ranks form an r x c grid (r the largest divisor of P not above sqrt(P)); A is
  * (r*b) x (L*b) and B is (L*b) x (c*b) with L = lcm(r, c), so every rank owns L/c blocks of
  * A and L/r of B, and each of the L steps broadcasts one block of A along each grid row and
  * one of B down each grid column.  Prints the median time of a multiplication per version
- * and their ratio (plain / node-shared). */
+ * and their ratio (plain / node-shared); small blocks repeat the multiplication within a
+ * measurement so it lasts long enough to time. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +52,8 @@ typedef struct blocks {
     double **a, **b; /* my blocks of A (index l / c) and of B (index l / r) */
 } blocks;
 
+static int (*plain_bcast)(void *, int, MPI_Datatype, int, MPI_Comm) = MPI_Bcast;
+
 static void summa_plain(const grid *g, const blocks *mine, double *c, double *abuf, double *bbuf)
 {
     size_t n = (size_t)g->b * g->b;
@@ -56,8 +62,8 @@ static void summa_plain(const grid *g, const blocks *mine, double *c, double *ab
         int a_root = l % g->c, b_root = l % g->r;
         if (g->j == a_root) memcpy(abuf, mine->a[l / g->c], n * sizeof *abuf);
         if (g->i == b_root) memcpy(bbuf, mine->b[l / g->r], n * sizeof *bbuf);
-        MPI_Bcast(abuf, (int)n, MPI_DOUBLE, a_root, g->row);
-        MPI_Bcast(bbuf, (int)n, MPI_DOUBLE, b_root, g->col);
+        plain_bcast(abuf, (int)n, MPI_DOUBLE, a_root, g->row);
+        plain_bcast(bbuf, (int)n, MPI_DOUBLE, b_root, g->col);
         multiply_add(c, abuf, bbuf, g->b);
     }
 }
@@ -95,6 +101,8 @@ int main(int argc, char **argv)
     grid g;
     g.b = argc > 1 ? atoi(argv[1]) : 32;
     int reps = argc > 2 ? atoi(argv[2]) : 3;
+    int inner = argc > 3 ? atoi(argv[3]) : 0;
+    if (argc > 4 && !strcmp(argv[4], "pmpi")) plain_bcast = PMPI_Bcast;
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     for (g.r = 1; (g.r + 1) * (g.r + 1) <= g.size; g.r++) {}
@@ -117,18 +125,20 @@ int main(int argc, char **argv)
     nodecoll_shared_create(g.col, (MPI_Aint)(n * sizeof(double)), &col_h);
 
     double *t_plain = malloc(sizeof(double) * (size_t)reps), *t_shared = malloc(sizeof(double) * (size_t)reps);
+    long flops = 2L * g.b * g.b * g.b * g.L;
+    if (inner <= 0) inner = flops >= (1L << 24) ? 1 : (int)((1L << 24) / flops);
     for (int rep = 0; rep < reps; rep++) { /* alternate the versions: noise hits both alike */
         double t0, t1, t2;
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
-        summa_plain(&g, &mine, c_plain, abuf, bbuf);
+        for (int k = 0; k < inner; k++) summa_plain(&g, &mine, c_plain, abuf, bbuf);
         MPI_Barrier(MPI_COMM_WORLD);
         t1 = MPI_Wtime();
-        summa_shared(&g, &mine, c_shared, row_h, col_h);
+        for (int k = 0; k < inner; k++) summa_shared(&g, &mine, c_shared, row_h, col_h);
         MPI_Barrier(MPI_COMM_WORLD);
         t2 = MPI_Wtime();
-        t_plain[rep] = t1 - t0;
-        t_shared[rep] = t2 - t1;
+        t_plain[rep] = (t1 - t0) / inner;
+        t_shared[rep] = (t2 - t1) / inner;
     }
 
     /* Bit-identical versions, and both equal to C computed directly. */
@@ -143,8 +153,9 @@ int main(int argc, char **argv)
     MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     double tp = median(t_plain, reps), ts = median(t_shared, reps);
     if (g.rank == 0) {
-        printf("summa: %d ranks (%dx%d grid), %dx%d blocks, %d steps: plain %.3f ms, node-shared %.3f ms, ratio %.2f\n",
-               g.size, g.r, g.c, g.b, g.b, g.L, tp * 1e3, ts * 1e3, tp / ts);
+        printf("summa: %d ranks (%dx%d grid), %dx%d blocks, %d steps: plain (%s) %.4f ms, node-shared %.4f ms, "
+               "ratio %.2f\n", g.size, g.r, g.c, g.b, g.b, g.L, plain_bcast == MPI_Bcast ? "MPI_Bcast" : "PMPI_Bcast",
+               tp * 1e3, ts * 1e3, tp / ts);
         printf("summa: %s\n", total ? "FAILED (C differs)" : "C identical in both versions and correct");
     }
     nodecoll_shared_free(&row_h);
