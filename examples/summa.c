@@ -125,8 +125,13 @@ int main(int argc, char **argv)
     nodecoll_shared_create(g.col, (MPI_Aint)(n * sizeof(double)), &col_h);
 
     double *t_plain = malloc(sizeof(double) * (size_t)reps), *t_shared = malloc(sizeof(double) * (size_t)reps);
-    long flops = 2L * g.b * g.b * g.b * g.L;
-    if (inner <= 0) inner = flops >= (1L << 24) ? 1 : (int)((1L << 24) / flops);
+    if (inner <= 0) { /* enough multiplications to last about 10 ms, as rank 0 measures */
+        double t0 = MPI_Wtime();
+        summa_plain(&g, &mine, c_plain, abuf, bbuf);
+        double once = MPI_Wtime() - t0;
+        inner = once >= 0.01 ? 1 : once > 0 ? (int)(0.01 / once) + 1 : 1000;
+        MPI_Bcast(&inner, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
     for (int rep = 0; rep < reps; rep++) { /* alternate the versions: noise hits both alike */
         double t0, t1, t2;
         MPI_Barrier(MPI_COMM_WORLD);
