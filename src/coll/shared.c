@@ -80,6 +80,19 @@ static ready_news wait_ready(const nc_shared *h, int node_rank, uint64_t k)
                         (int)(int64_t)atomic_load_explicit(&ready->aux[1], memory_order_relaxed)};
 }
 
+/* Across nodes the leader completes the result: it tells its node the verdict on the node's
+ * arguments and the bridge's error, which the others read from its ready flag. */
+static int share_leader_outcome(nc_shared *h, uint64_t k, int *mismatch, int err)
+{
+    if (nc_comm_is_leader(h->comm)) {
+        post_ready(h, k, (uint64_t)*mismatch, 0, err);
+        return err;
+    }
+    ready_news news = wait_ready(h, 0, k);
+    *mismatch = news.check != 0;
+    return news.err;
+}
+
 /* ---- handle life ---------------------------------------------------------------------- */
 
 int nc_shared_open(nc_shared *h, nc_comm *c, char *data, size_t capacity)
@@ -201,17 +214,13 @@ int nc_shared_allgather(nc_shared *h, const void *src, const nc_block *blocks, u
         memcpy(h->data + blocks[c->rank].offset, src, blocks[c->rank].bytes);
     }
     arrive(h, k, signature);
-    if (!nc_comm_multinode(c)) {
-        *mismatch = node_arguments_differ(h, k, signature);
-    } else if (nc_comm_is_leader(c)) {
-        *mismatch = node_arguments_differ(h, k, signature);
-        err = c->bridge.allgather_blocks(c->bridge.ctx, h->data, blocks, c->node_of, c->size);
-        nc_stats_count(NC_COLL_ALLGATHER, NC_ALG_BRIDGE, 0);
-        post_ready(h, k, (uint64_t)*mismatch, 0, err);
-    } else {
-        ready_news news = wait_ready(h, 0, k);
-        *mismatch = news.check != 0;
-        err = news.err;
+    if (!nc_comm_multinode(c) || nc_comm_is_leader(c)) *mismatch = node_arguments_differ(h, k, signature);
+    if (nc_comm_multinode(c)) {
+        if (nc_comm_is_leader(c)) {
+            err = c->bridge.allgather_blocks(c->bridge.ctx, h->data, blocks, c->node_of, c->size);
+            nc_stats_count(NC_COLL_ALLGATHER, NC_ALG_BRIDGE, 0);
+        }
+        err = share_leader_outcome(h, k, mismatch, err);
     }
     end_call(h);
     return err;
@@ -306,12 +315,8 @@ int nc_shared_allreduce(nc_shared *h, const void *src, size_t count, size_t tail
         if (nc_comm_is_leader(c)) {
             err = c->bridge.allreduce(c->bridge.ctx, h->data, count, r);
             nc_stats_count(NC_COLL_ALLREDUCE, NC_ALG_BRIDGE, count * r->elem_size);
-            post_ready(h, k, (uint64_t)*mismatch, 0, err);
-        } else {
-            ready_news news = wait_ready(h, 0, k);
-            *mismatch = news.check != 0;
-            err = news.err;
         }
+        err = share_leader_outcome(h, k, mismatch, err);
     }
     end_call(h);
     return err;

@@ -374,14 +374,16 @@ static int describe(MPI_Datatype type, elem_layout *out)
 
 static size_t span(const elem_layout *t, size_t count) { return count ? count * t->extent - t->tail_gap : 0; }
 
-/* Checks shared by every call: handle, result pointer, count, datatype. */
-static shared_error check_common(struct nodecoll_shared_handle *h, const void **result, int count, MPI_Datatype type,
-                                 elem_layout *t)
+/* Checks shared by every collective: handle, result pointer, count, datatype.  NULL (and
+ * the raised error in *err) when one fails. */
+static struct nodecoll_shared_handle *enter(nodecoll_shared handle, const void **result, int count, MPI_Datatype type,
+                                            elem_layout *t, int *err)
 {
-    if (!result) return E_NULL_ARG;
-    if (count < 0) return E_COUNT;
-    if (!describe(type, t)) return E_TYPE;
-    return E_COUNT_;
+    struct nodecoll_shared_handle *h = valid(handle);
+    shared_error e = !result ? E_NULL_ARG : count < 0 ? E_COUNT : !describe(type, t) ? E_TYPE : E_COUNT_;
+    if (!h) *err = fail(MPI_COMM_WORLD, E_NULL_HANDLE);
+    else if (e != E_COUNT_) *err = fail(h->comm, e);
+    return h && e == E_COUNT_ ? h : NULL;
 }
 
 static int in_place_ready(const struct nodecoll_shared_handle *h)
@@ -404,10 +406,10 @@ static shared_error check_send(const struct nodecoll_shared_handle *h, const voi
 NC_EXPORT int nodecoll_shared_bcast(const void *buffer, int count, MPI_Datatype type, int root,
                                     nodecoll_shared handle, const void **result)
 {
-    struct nodecoll_shared_handle *h = valid(handle);
     elem_layout t;
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    CHECK(h, check_common(h, result, count, type, &t));
+    int err;
+    struct nodecoll_shared_handle *h = enter(handle, result, count, type, &t, &err);
+    if (!h) return err;
     nc_comm *c = comm_of(h);
     if (root < 0 || root >= c->size) return fail(h->comm, E_ROOT);
     size_t bytes = span(&t, (size_t)count);
@@ -416,7 +418,7 @@ NC_EXPORT int nodecoll_shared_bcast(const void *buffer, int count, MPI_Datatype 
     if (is_root) CHECK(h, check_send(h, buffer, bytes));
     int mismatch = 0;
     protect(h, PROT_READ | PROT_WRITE);
-    int err = nc_shared_bcast(&h->core, is_root && buffer != MPI_IN_PLACE ? buffer : NULL, bytes, root, &mismatch);
+    err = nc_shared_bcast(&h->core, is_root && buffer != MPI_IN_PLACE ? buffer : NULL, bytes, root, &mismatch);
     protect(h, PROT_READ);
     *result = h->core.data;
     return finish(h, NC_COLL_BCAST, bytes, err, mismatch);
@@ -445,10 +447,10 @@ static int gather_blocks(struct nodecoll_shared_handle *h, const void *sendbuf, 
 NC_EXPORT int nodecoll_shared_allgather(const void *sendbuf, int count, MPI_Datatype type, nodecoll_shared handle,
                                         const void **result)
 {
-    struct nodecoll_shared_handle *h = valid(handle);
     elem_layout t;
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    CHECK(h, check_common(h, result, count, type, &t));
+    int err;
+    struct nodecoll_shared_handle *h = enter(handle, result, count, type, &t, &err);
+    if (!h) return err;
     nc_comm *c = comm_of(h);
     size_t stride = (size_t)count * t.extent;
     if (stride && (size_t)c->size > h->core.capacity / stride) return fail(h->comm, E_TOO_BIG);
@@ -460,10 +462,10 @@ NC_EXPORT int nodecoll_shared_allgatherv(const void *sendbuf, int sendcount, con
                                          MPI_Datatype type, nodecoll_shared handle, const void **result,
                                          const int **result_displs)
 {
-    struct nodecoll_shared_handle *h = valid(handle);
     elem_layout t;
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    CHECK(h, check_common(h, result, sendcount, type, &t));
+    int err;
+    struct nodecoll_shared_handle *h = enter(handle, result, sendcount, type, &t, &err);
+    if (!h) return err;
     nc_comm *c = comm_of(h);
     if (!recvcounts) return fail(h->comm, E_NULL_ARG);
     if (recvcounts[c->rank] != sendcount) return fail(h->comm, E_COUNT);
@@ -494,11 +496,11 @@ static int nodes_consecutive(const nc_comm *c)
 NC_EXPORT int nodecoll_shared_allreduce(const void *sendbuf, int count, MPI_Datatype type, MPI_Op op,
                                         nodecoll_shared handle, const void **result)
 {
-    struct nodecoll_shared_handle *h = valid(handle);
     elem_layout t;
     int commutative = 1, mismatch = 0;
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    CHECK(h, check_common(h, result, count, type, &t));
+    int err;
+    struct nodecoll_shared_handle *h = enter(handle, result, count, type, &t, &err);
+    if (!h) return err;
     nc_comm *c = comm_of(h);
     if (sendbuf == MPI_IN_PLACE) return fail(h->comm, E_REDUCE_IN_PLACE);
     if (!sendbuf && count) return fail(h->comm, E_BUFFER);
@@ -509,7 +511,7 @@ NC_EXPORT int nodecoll_shared_allreduce(const void *sendbuf, int count, MPI_Data
     nc_mpi_op mpi_op = {type, op};
     nc_reduction r = nc_mpi_reduction(&mpi_op, t.extent, commutative);
     protect(h, PROT_READ | PROT_WRITE);
-    int err = nc_shared_allreduce(&h->core, sendbuf, (size_t)count, t.tail_gap, &r, &mismatch);
+    err = nc_shared_allreduce(&h->core, sendbuf, (size_t)count, t.tail_gap, &r, &mismatch);
     protect(h, PROT_READ);
     *result = h->core.data;
     return finish(h, NC_COLL_ALLREDUCE, span(&t, (size_t)count), err, mismatch);
