@@ -6,9 +6,11 @@
  *   mpiexec -np P shared_allgather_bench [max_count] [rounds]
  *
  * Per size: the variants alternate within each round; a round's time per call is the
- * slowest rank's; the median over rounds is printed (microseconds), with plain / shared.
+ * slowest rank's; the median over rounds is printed (microseconds), with PMPI / shared.
  * "MPI_Allgather" is whatever the program links: the host MPI's, or nodecoll's where it
- * accelerates Allgather; "PMPI" always the host's. */
+ * accelerates Allgather; "PMPI" always the host's.  "seed 002" is the seed's own scheme on
+ * one node: an MPI-3 shared window, each rank writes its block between two MPI_Barriers
+ * (the first so nobody still reads the previous result, the second so all blocks are in). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +24,11 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+#define VARIANTS 4
+
 typedef struct bench {
     int rank, size, count, iters;
-    double *send, *recv;
+    double *send, *recv, *window_base;
     nodecoll_shared h;
 } bench;
 
@@ -33,15 +37,19 @@ static void write_block(double *block, int count, int iter)
     for (int i = 0; i < count; i++) block[i] = iter + i;
 }
 
-/* Seconds per call of variant v (0: PMPI_Allgather, 1: MPI_Allgather, 2: node-shared),
- * slowest rank. */
+/* Seconds per call of variant v (0: PMPI_Allgather, 1: MPI_Allgather, 2: node-shared,
+ * 3: seed 002's window and barriers), slowest rank. */
 static double time_variant(bench *b, int v)
 {
     const void *result;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int it = 0; it < b->iters; it++) {
-        if (v == 2) {
+        if (v == 3) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            write_block(b->window_base + (size_t)b->rank * b->count, b->count, it);
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else if (v == 2) {
             double *buf;
             nodecoll_shared_get_buffer(b->h, (void **)&buf);
             write_block(buf + (size_t)b->rank * b->count, b->count, it);
@@ -66,12 +74,18 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &b.size);
     b.send = malloc(sizeof(double) * (size_t)max_count);
     b.recv = malloc(sizeof(double) * (size_t)max_count * (size_t)b.size);
-    nodecoll_shared_create(MPI_COMM_WORLD, (MPI_Aint)(sizeof(double) * (size_t)max_count * (size_t)b.size), &b.h);
+    MPI_Aint bytes = (MPI_Aint)(sizeof(double) * (size_t)max_count * (size_t)b.size);
+    nodecoll_shared_create(MPI_COMM_WORLD, bytes, &b.h);
+    MPI_Win window; /* seed 002: the leader allocates, everybody queries its base */
+    MPI_Aint window_size;
+    int disp_unit;
+    MPI_Win_allocate_shared(b.rank ? 0 : bytes, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &b.window_base, &window);
+    MPI_Win_shared_query(window, 0, &window_size, &disp_unit, &b.window_base);
     if (b.rank == 0)
-        printf("%8s %12s %12s %12s %8s  (us per call, %d ranks, median of %d rounds)\n", "doubles", "PMPI",
-               "MPI_Allgather", "node-shared", "PMPI/ns", b.size, rounds);
-    double *t[3];
-    for (int v = 0; v < 3; v++) t[v] = malloc(sizeof(double) * (size_t)rounds);
+        printf("%8s %12s %12s %12s %12s %8s  (us per call, %d ranks, median of %d rounds)\n", "doubles", "PMPI",
+               "MPI_Allgather", "node-shared", "seed 002", "PMPI/ns", b.size, rounds);
+    double *t[VARIANTS];
+    for (int v = 0; v < VARIANTS; v++) t[v] = malloc(sizeof(double) * (size_t)rounds);
     for (b.count = 1; b.count <= max_count; b.count *= 2) {
         b.iters = 1;
         /* Calibrate: about 20 ms per variant and round. */
@@ -81,15 +95,16 @@ int main(int argc, char **argv)
             PMPI_Bcast(&b.iters, 1, MPI_INT, 0, MPI_COMM_WORLD);
         }
         for (int r = 0; r < rounds; r++)
-            for (int k = 0; k < 3; k++) {
-                int v = (k + r) % 3;
+            for (int k = 0; k < VARIANTS; k++) {
+                int v = (k + r) % VARIANTS;
                 t[v][r] = time_variant(&b, v);
             }
-        for (int v = 0; v < 3; v++) qsort(t[v], (size_t)rounds, sizeof(double), cmp_double);
+        for (int v = 0; v < VARIANTS; v++) qsort(t[v], (size_t)rounds, sizeof(double), cmp_double);
         if (b.rank == 0)
-            printf("%8d %12.3f %12.3f %12.3f %8.2f\n", b.count, t[0][rounds / 2] * 1e6, t[1][rounds / 2] * 1e6,
-                   t[2][rounds / 2] * 1e6, t[0][rounds / 2] / t[2][rounds / 2]);
+            printf("%8d %12.3f %12.3f %12.3f %12.3f %8.2f\n", b.count, t[0][rounds / 2] * 1e6, t[1][rounds / 2] * 1e6,
+                   t[2][rounds / 2] * 1e6, t[3][rounds / 2] * 1e6, t[0][rounds / 2] / t[2][rounds / 2]);
     }
+    MPI_Win_free(&window);
     nodecoll_shared_free(&b.h);
     MPI_Finalize();
     return 0;

@@ -93,7 +93,7 @@ size_t nodecoll_shm_mapped_bytes(void);
  * Rules
  * - A handle belongs to one communicator; every call on it is collective over that
  *   communicator (same order on every rank, as for MPI collectives).  Calls on different
- *   handles are independent.
+ *   handles are independent.  One thread at a time may use a handle.
  * - A result stays valid until this rank calls nodecoll_shared_release, get_buffer or the
  *   next collective on the same handle.  Until every rank of the node has released it, no
  *   rank writes into it (nobody waits for anything else: no barriers).  So a rank must not
