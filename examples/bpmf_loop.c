@@ -86,7 +86,8 @@ static double run_shared(int users, int items, int iters, const split *su, const
     nodecoll_shared_get_buffer(hv, (void **)&buf);
     for (int i = 0; i < si->rows; i++)
         for (int k = 0; k < K; k++) buf[(size_t)(si->first + i) * K + k] = 0.1 * ((si->first + i + k) % 9);
-    nodecoll_shared_allgatherv(MPI_IN_PLACE, si->rows * K, si->counts, si->displs, MPI_DOUBLE, hv, (const void **)&v_all, NULL);
+    nodecoll_shared_allgatherv(MPI_IN_PLACE, si->rows * K, si->counts, si->displs, MPI_DOUBLE, hv,
+                               (const void **)&v_all, NULL);
     for (int it = 0; it < iters; it++) {
         nodecoll_shared_get_buffer(hu, (void **)&buf);
         update_rows(buf + (size_t)su->first * K, su, v_all, items, it);

@@ -35,11 +35,23 @@ static double b_entry(long gk, long gj) { return (double)((gk * 5 + gj * 2) % 13
 static void make_block(double *out, int b, int bi, int bk, int of_b)
 {
     for (int x = 0; x < b; x++)
-        for (int y = 0; y < b; y++)
-            out[x * b + y] = of_b ? b_entry((long)bi * b + x, (long)bk * b + y) : a_entry((long)bi * b + x, (long)bk * b + y);
+        for (int y = 0; y < b; y++) {
+            long row = (long)bi * b + x, col = (long)bk * b + y;
+            out[x * b + y] = of_b ? b_entry(row, col) : a_entry(row, col);
+        }
 }
 
-static void multiply_add(double *c, const double *a, const double *bm, int b)
+/* Cache-line aligned, like the node-shared copy (page aligned), so both versions read alike. */
+static double *alloc_block(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n * sizeof(double))) abort();
+    return p;
+}
+
+/* One copy of the machine code for both versions (inlined, the compiler may vectorise them
+ * differently, which would bias the comparison). */
+__attribute__((noinline)) static void multiply_add(double *c, const double *a, const double *bm, int b)
 {
     for (int x = 0; x < b; x++)
         for (int k = 0; k < b; k++) {
@@ -116,10 +128,9 @@ int main(int argc, char **argv)
     size_t n = (size_t)g.b * g.b;
 
     blocks mine = {calloc((size_t)(g.L / g.c), sizeof(double *)), calloc((size_t)(g.L / g.r), sizeof(double *))};
-    for (int l = g.j; l < g.L; l += g.c) make_block(mine.a[l / g.c] = malloc(n * sizeof(double)), g.b, g.i, l, 0);
-    for (int l = g.i; l < g.L; l += g.r) make_block(mine.b[l / g.r] = malloc(n * sizeof(double)), g.b, l, g.j, 1);
-    double *c_plain = malloc(n * sizeof(double)), *c_shared = malloc(n * sizeof(double));
-    double *abuf = malloc(n * sizeof(double)), *bbuf = malloc(n * sizeof(double));
+    for (int l = g.j; l < g.L; l += g.c) make_block(mine.a[l / g.c] = alloc_block(n), g.b, g.i, l, 0);
+    for (int l = g.i; l < g.L; l += g.r) make_block(mine.b[l / g.r] = alloc_block(n), g.b, l, g.j, 1);
+    double *c_plain = alloc_block(n), *c_shared = alloc_block(n), *abuf = alloc_block(n), *bbuf = alloc_block(n);
     nodecoll_shared row_h, col_h;
     nodecoll_shared_create(g.row, (MPI_Aint)(n * sizeof(double)), &row_h);
     nodecoll_shared_create(g.col, (MPI_Aint)(n * sizeof(double)), &col_h);

@@ -209,7 +209,8 @@ static void round_allgatherv(round_ctx *r, nodecoll_shared h, uint64_t *rng)
         int at = with_displs ? displs[r->rank] : 0;
         for (int i = 0; !with_displs && i < r->rank; i++) at += counts[i];
         fill((char *)buf + (size_t)at * extent, count, kind, seed);
-        err = nodecoll_shared_allgatherv(MPI_IN_PLACE, count, counts, with_displs ? displs : NULL, type, h, &got, &used);
+        err = nodecoll_shared_allgatherv(MPI_IN_PLACE, count, counts, with_displs ? displs : NULL, type, h, &got,
+                                         &used);
     } else {
         err = nodecoll_shared_allgatherv(mine, count, counts, with_displs ? displs : NULL, type, h, &got, &used);
     }
@@ -231,7 +232,8 @@ static void round_allgatherv(round_ctx *r, nodecoll_shared h, uint64_t *rng)
     }
     maybe_sleep(r);
     for (int i = 0; i < r->size; i++)
-        if (!same_data((const char *)got + (size_t)displs[i] * extent, want + (size_t)displs[i] * extent, counts[i], type))
+        if (!same_data((const char *)got + (size_t)displs[i] * extent, want + (size_t)displs[i] * extent, counts[i],
+                       type))
             t_fail("%s round %d: allgatherv block of rank %d changed while held", r->name, r->round, i);
     free(counts);
     free(displs);

@@ -20,7 +20,8 @@ int main(int argc, char **argv)
         size_t max = sizes[i], before = nodecoll_shm_mapped_bytes();
         nodecoll_shared h;
         T_CHECK(nodecoll_shared_create(MPI_COMM_WORLD, (MPI_Aint)max, &h) == MPI_SUCCESS, "create failed");
-        size_t delta = nodecoll_shm_mapped_bytes() - before, want = t_size > 1 ? (max + page - 1) / page * page + page : 0;
+        size_t delta = nodecoll_shm_mapped_bytes() - before;
+        size_t want = t_size > 1 ? (max + page - 1) / page * page + page : 0;
         int node_ranks = 0;
         MPI_Aint node_bytes = 0;
         nodecoll_shared_info(h, &node_ranks, &node_bytes);

@@ -204,7 +204,8 @@ static int node_arguments_differ(const nc_shared *h, uint64_t k, uint64_t signat
 
 /* Every rank writes its block into the region (or already has), then the node's blocks are
  * complete once all arrived; across nodes the leaders exchange node blocks meanwhile. */
-int nc_shared_allgather(nc_shared *h, const void *src, const nc_block *blocks, uint64_t signature, int *mismatch)
+int nc_shared_allgather(nc_shared *h, nc_coll_id coll, const void *src, const nc_block *blocks, uint64_t signature,
+                        int *mismatch)
 {
     nc_comm *c = h->comm;
     uint64_t k = begin_call(h);
@@ -218,7 +219,7 @@ int nc_shared_allgather(nc_shared *h, const void *src, const nc_block *blocks, u
     if (nc_comm_multinode(c)) {
         if (nc_comm_is_leader(c)) {
             err = c->bridge.allgather_blocks(c->bridge.ctx, h->data, blocks, c->node_of, c->size);
-            nc_stats_count(NC_COLL_ALLGATHER, NC_ALG_BRIDGE, 0);
+            nc_stats_count(coll, NC_ALG_BRIDGE, 0);
         }
         err = share_leader_outcome(h, k, mismatch, err);
     }

@@ -46,9 +46,10 @@ int nc_shared_release(nc_shared *h);
  * passed different sizes (or a different root).  `src` NULL: the contribution is already in
  * place (nc_shared_prepare was called for this call). */
 int nc_shared_bcast(nc_shared *h, const void *src, size_t bytes, int root, int *mismatch);
-/* blocks[r]: where comm rank r's block lies; `signature` summarises the sizes and must be
- * equal on every rank. */
-int nc_shared_allgather(nc_shared *h, const void *src, const nc_block *blocks, uint64_t signature, int *mismatch);
+/* Allgather and Allgatherv (`coll` for the counters): blocks[r] is where comm rank r's block
+ * lies; `signature` summarises the sizes and must be equal on every rank. */
+int nc_shared_allgather(nc_shared *h, nc_coll_id coll, const void *src, const nc_block *blocks, uint64_t signature,
+                        int *mismatch);
 /* count elements of r->elem_size (the extent) bytes; the last element occupies only
  * elem_size - tail_gap bytes (the buffers may end there). */
 int nc_shared_allreduce(nc_shared *h, const void *src, size_t count, size_t tail_gap, const nc_reduction *r,

@@ -37,9 +37,11 @@
     X(OP_ORDER, MPI_ERR_OP, "nodecoll_shared_allreduce: a non-commutative operation across nodes needs "  \
                             "the ranks of each node to be consecutive")                                   \
     X(IN_PLACE, MPI_ERR_BUFFER, "nodecoll: MPI_IN_PLACE without nodecoll_shared_get_buffer before the call") \
-    X(REDUCE_IN_PLACE, MPI_ERR_BUFFER, "nodecoll_shared_allreduce: MPI_IN_PLACE is not allowed (contributions are private)") \
+    X(REDUCE_IN_PLACE, MPI_ERR_BUFFER,                                                                    \
+      "nodecoll_shared_allreduce: MPI_IN_PLACE is not allowed (contributions are private)")              \
     X(BUFFER, MPI_ERR_BUFFER, "nodecoll: NULL send buffer with a non-zero count")                         \
-    X(MISMATCH, MPI_ERR_ARG, "nodecoll: ranks of a node passed different sizes, counts or roots to the same node-shared call")
+    X(MISMATCH, MPI_ERR_ARG,                                                                              \
+      "nodecoll: ranks of a node passed different sizes, counts or roots to the same node-shared call")
 
 typedef enum {
 #define ENUM_ERR(name, cls, msg) E_##name,
@@ -438,7 +440,8 @@ static int gather_blocks(struct nodecoll_shared_handle *h, const void *sendbuf, 
     const nc_block *mine = &h->blocks[comm_of(h)->rank];
     CHECK(h, check_send(h, sendbuf, mine->bytes));
     protect(h, PROT_READ | PROT_WRITE);
-    int err = nc_shared_allgather(&h->core, sendbuf == MPI_IN_PLACE ? NULL : sendbuf, h->blocks, signature, &mismatch);
+    const void *src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
+    int err = nc_shared_allgather(&h->core, coll, src, h->blocks, signature, &mismatch);
     protect(h, PROT_READ);
     *result = h->core.data;
     return finish(h, coll, mine->bytes, err, mismatch);
@@ -479,7 +482,8 @@ NC_EXPORT int nodecoll_shared_allgatherv(const void *sendbuf, int sendcount, con
         if (recvcounts[r] && packed > h->core.capacity / t.extent) return fail(h->comm, E_TOO_BIG);
         h->blocks[r] = (nc_block){at * t.extent, span(&t, (size_t)recvcounts[r])};
     }
-    uint64_t signature = hash_words(hash_words(0xcbf29ce484222325ULL ^ t.extent, recvcounts, c->size), h->displs, c->size);
+    uint64_t signature = hash_words(0xcbf29ce484222325ULL ^ t.extent, recvcounts, c->size);
+    signature = hash_words(signature, h->displs, c->size);
     if (result_displs) *result_displs = h->displs;
     return gather_blocks(h, sendbuf, signature, NC_COLL_ALLGATHERV, result);
 }

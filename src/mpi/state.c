@@ -176,7 +176,8 @@ static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reducti
 
 static nc_bridge make_bridge(MPI_Comm *bridge_comm, int size, int rank)
 {
-    return (nc_bridge){bridge_comm, size, rank, bridge_barrier, bridge_bcast, bridge_allgather_blocks, bridge_allreduce};
+    return (nc_bridge){bridge_comm, size, rank, bridge_barrier, bridge_bcast, bridge_allgather_blocks,
+                       bridge_allreduce};
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
