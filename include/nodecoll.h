@@ -113,8 +113,10 @@ size_t nodecoll_shm_mapped_bytes(void);
  *   copy per rank moved by the host MPI, with the same semantics.
  * - Errors follow MPI: the return value is MPI_SUCCESS or an error code, reported first
  *   through the communicator's error handler; MPI_Error_string tells what was wrong.
- *   Errors on a null handle go to MPI_COMM_WORLD's handler.  Ranks of a node that pass
- *   different sizes (or roots) to the same call all get an error of class MPI_ERR_ARG.
+ *   Errors on a null handle go to MPI_COMM_WORLD's handler.  When the ranks of a node pass
+ *   different sizes to the same Allgather(v) or Allreduce, all of them get an error of class
+ *   MPI_ERR_ARG (a Bcast: the ranks whose size or root differs from the root's).  Across
+ *   nodes such mismatches are not detected (the host MPI may report them on the bridge).
  * - Free every handle before its communicator and before MPI_Finalize.
  * - NODECOLL_SHARED_DEBUG=1 protects the pages (read-only while held, inaccessible once
  *   released): a read after release or a write into a result stops the process with a
