@@ -5,7 +5,7 @@
  * the MPI collectives; this header adds what plain MPI cannot express:
  * introspection of which algorithm ran, and node-shared results (one read-only copy of a
  * collective's result per node, the hybrid "MPI+MPI" model; needs <mpi.h>, which this
- * header includes unless NODECOLL_NO_MPI is defined).
+ * header includes unless NODECOLL_WITHOUT_MPI is defined, as nodecoll's MPI-free layers do).
  *
  * The introspection functions may be called before MPI_Init and after MPI_Finalize.
  */
@@ -67,7 +67,7 @@ void nodecoll_stat_print(void *FILE_stream, const char *prefix);
  * communicators and the regions of node-shared handles. */
 size_t nodecoll_shm_mapped_bytes(void);
 
-#ifndef NODECOLL_NO_MPI
+#ifndef NODECOLL_WITHOUT_MPI
 #include <mpi.h>
 
 /*
@@ -168,7 +168,7 @@ int nodecoll_shared_allreduce(const void *sendbuf, int count, MPI_Datatype datat
  * per rank); node_bytes: shared memory that copy takes on the node (0 for a private copy).
  * Either may be NULL. */
 int nodecoll_shared_info(nodecoll_shared handle, int *node_ranks, MPI_Aint *node_bytes);
-#endif /* NODECOLL_NO_MPI */
+#endif /* NODECOLL_WITHOUT_MPI */
 
 #ifdef __cplusplus
 }

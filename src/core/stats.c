@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NODECOLL_NO_MPI /* src/core never sees MPI */
 #include "nodecoll.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))
