@@ -11,6 +11,11 @@
 #include "../core/ops.h"
 #include "../core/stats.h"
 
+/* Where one rank's block lies in a buffer holding the blocks of all ranks. */
+typedef struct nc_block {
+    size_t offset, bytes;
+} nc_block;
+
 /* Inter-node steps among node leaders; each returns 0 or the host MPI's error code. */
 typedef struct nc_bridge {
     void *ctx;
@@ -25,6 +30,10 @@ typedef struct nc_bridge {
     /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
     void *comm_ctx;
     int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);
+    /* Each leader holds in buf the blocks of its own node's ranks (blocks[r] for every comm
+     * rank r with node_of[r] == its bridge rank); afterwards every leader's buf holds every
+     * block.  Node blocks need not be contiguous (any placement of ranks on nodes). */
+    int (*allgather_blocks)(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks);
 } nc_bridge;
 
 typedef struct nc_comm {

@@ -80,6 +80,13 @@
   X(team_part_min,       SIZE, 262144,   4096, 1099511627776, NULL, \
     "Thread teams (nodecoll_team_*): a copy, single-copy read or reduction of n bytes is split over " \
     "min(team threads, n / this) threads; smaller pieces stay with the calling thread.") \
+  X(shared_debug,        BOOL, 0,        0, 1,        NULL, \
+    "Node-shared results (nodecoll_shared_*): protect the result pages in each process, read-only while " \
+    "held and inaccessible once released, so reading a released result or writing into one stops the " \
+    "process with a message naming the misuse (two mprotect calls per call).") \
+  X(shared_chunk,        SIZE, 65536,    64, 1099511627776, NULL, \
+    "Bytes one step of a node-shared Allreduce folds: the ranks of a node pass the result along in a " \
+    "pipeline of pieces this size.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \

@@ -35,6 +35,11 @@ typedef struct nc_node {
      * [1] whole vectors (inter-node partial results, Reduce_scatter's full result). */
     char *scratch[2];
     size_t scratch_bytes[2];
+    /* Node-shared handles: which flag sets of the control pages are taken, and the last call
+     * number of the handle that used each set (the next handle there continues from it, so
+     * its flags never go back).  Changed only by collective create/free: alike on all ranks. */
+    uint64_t shared_seq[NC_SHARED_SLOTS];
+    unsigned char shared_used[NC_SHARED_SLOTS];
 } nc_node;
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)

@@ -22,6 +22,16 @@
 #define NC_INLINE_SLOTS 64
 #define NC_INLINE_MAX (sizeof(((nc_flag *)0)->data))
 
+/* Node-shared results (src/coll/shared.c): the flags of one handle live in every rank's
+ * control page, so the handle's own region holds nothing but the result (its size does not
+ * grow with the ranks of the node).  A communicator has NC_SHARED_SLOTS such sets. */
+#define NC_SHARED_SLOTS 16
+typedef struct nc_shared_flags {
+    nc_flag state; /* 2k: arrived at call k (result k-1 released); 2k+1: released result k */
+    nc_flag ready; /* k: result k is complete (posted by its writer or the node leader) */
+    nc_flag chain; /* Allreduce: progress of this rank's fold through the result */
+} nc_shared_flags;
+
 typedef struct nc_rank_ctl {
     nc_flag fanin;  /* fan-in signals: the sync sequence this rank has reached */
     nc_flag fanout; /* fan-out releases this rank has passed on to its children */
@@ -32,6 +42,7 @@ typedef struct nc_rank_ctl {
     nc_flag push;   /* fragments this rank has written into its children's buffers */
     nc_flag info;   /* written once at setup: aux[0] pid, aux[1] address of a probe word */
     nc_flag inline_frags[NC_INLINE_SLOTS]; /* fragments small enough to ride in the flag */
+    nc_shared_flags shared[NC_SHARED_SLOTS]; /* one set per live node-shared handle */
 } nc_rank_ctl;
 
 typedef struct nc_layout {
@@ -68,7 +79,17 @@ static inline char *nc_segment_ring(void *base, const nc_layout *l, int rank, ui
            (size_t)(frag % (uint64_t)l->nseg) * l->seg_size;
 }
 
-/* Bytes of shared memory this process has mapped for segments (for NODECOLL_SHM_CAP). */
+/* Bytes of shared memory this process has mapped for segments and regions (for NODECOLL_SHM_CAP). */
 size_t nc_segment_mapped_bytes(void);
+
+/* A region: one page of header, then `bytes` of data shared by the ranks of a node (a
+ * node-shared result).  Same naming, stale sweep and accounting as segments.  The creator
+ * reserves the whole region (fallocate), so a full /dev/shm fails here, not with SIGBUS. */
+size_t nc_region_header_bytes(void);
+size_t nc_region_total(size_t bytes);
+int nc_region_create(size_t bytes, char name[NC_SEGMENT_NAME_MAX], void **base);
+int nc_region_attach(const char *name, size_t bytes, void **base);
+void nc_region_unmap(void *base, size_t bytes);
+static inline char *nc_region_data(void *base) { return (char *)base + nc_region_header_bytes(); }
 
 #endif

@@ -53,7 +53,7 @@ static void remember_state(MPI_Comm comm, nc_mpi_comm *s)
 }
 
 static void destroy(nc_mpi_comm *s);
-static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_coll_id coll);
+static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_alg_id *why);
 
 static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
 {
@@ -99,6 +99,84 @@ static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
     return MPI_SUCCESS;
 }
 
+/* A node's blocks as one datatype over the buffer (pieces under 1 GiB: MPI counts are ints). */
+static MPI_Datatype node_blocks_type(const nc_block *blocks, const int *node_of, int nranks, int node)
+{
+    const size_t piece = (size_t)1 << 30;
+    int n = 0;
+    for (int r = 0; r < nranks; r++)
+        if (node_of[r] == node) n += (int)((blocks[r].bytes + piece - 1) / piece);
+    int *lengths = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    MPI_Aint *displs = malloc(sizeof(MPI_Aint) * (size_t)(n ? n : 1));
+    if (!lengths || !displs) nc_fatal("out of memory for a bridge datatype");
+    int i = 0;
+    for (int r = 0; r < nranks; r++)
+        for (size_t off = 0; node_of[r] == node && off < blocks[r].bytes; off += piece, i++) {
+            lengths[i] = (int)(blocks[r].bytes - off < piece ? blocks[r].bytes - off : piece);
+            displs[i] = (MPI_Aint)(blocks[r].offset + off);
+        }
+    MPI_Datatype type;
+    PMPI_Type_create_hindexed(n, lengths, displs, MPI_BYTE, &type);
+    PMPI_Type_commit(&type);
+    free(lengths);
+    free(displs);
+    return type;
+}
+
+/* Where each node's blocks form one run in rank order (blocked placement), the leaders run
+ * the host's Allgatherv in place; otherwise each sends its node's blocks to every other
+ * leader as one indexed datatype (any placement, any layout). */
+static int bridge_allgather_blocks(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks)
+{
+    MPI_Comm bridge = *(MPI_Comm *)ctx;
+    int nodes, me, err = MPI_SUCCESS;
+    PMPI_Comm_size(bridge, &nodes);
+    PMPI_Comm_rank(bridge, &me);
+    size_t *start = calloc((size_t)nodes, sizeof *start), *end = calloc((size_t)nodes, sizeof *end);
+    int *counts = malloc(sizeof(int) * (size_t)nodes), *displs = malloc(sizeof(int) * (size_t)nodes);
+    unsigned char *seen = calloc((size_t)nodes, 1);
+    if (!start || !end || !counts || !displs || !seen) nc_fatal("out of memory for bridge tables");
+    int runs = 1;
+    for (int r = 0; r < nranks; r++) {
+        int j = node_of[r];
+        if (!seen[j]) start[j] = end[j] = blocks[r].offset;
+        runs &= blocks[r].offset == end[j];
+        end[j] = blocks[r].offset + blocks[r].bytes;
+        seen[j] = 1;
+    }
+    for (int j = 0; j < nodes; j++) {
+        runs &= end[j] <= INT_MAX;
+        counts[j] = (int)(end[j] - start[j]);
+        displs[j] = (int)start[j];
+    }
+    if (runs) {
+        err = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, counts, displs, MPI_BYTE, bridge);
+    } else {
+        MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)nodes);
+        MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)nodes);
+        if (!reqs || !types) nc_fatal("out of memory for bridge requests");
+        int nreq = 0;
+        for (int j = 0; j < nodes; j++) types[j] = node_blocks_type(blocks, node_of, nranks, j);
+        for (int j = 0; j < nodes; j++)
+            if (j != me) PMPI_Irecv(buf, 1, types[j], j, 0, bridge, &reqs[nreq++]);
+        for (int j = 0; j < nodes; j++)
+            if (j != me) PMPI_Isend(buf, 1, types[me], j, 0, bridge, &reqs[nreq++]);
+        for (int i = 0; i < nreq; i++) { /* (MPICH's MPI_STATUSES_IGNORE upsets GCC's bounds checks) */
+            int e = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+            if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
+        }
+        for (int j = 0; j < nodes; j++) PMPI_Type_free(&types[j]);
+        free(reqs);
+        free(types);
+    }
+    free(seen);
+    free(start);
+    free(end);
+    free(counts);
+    free(displs);
+    return err;
+}
+
 #define NC_BRIDGE_EXSCAN (-2) /* `root` of bridge_reduce_any meaning Exscan */
 
 /* Reductions through the host MPI in pieces of at most INT_MAX elements.  Allreduce works
@@ -141,6 +219,12 @@ static int bridge_exscan(void *ctx, const void *send, void *recv, size_t count, 
 static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t bytes)
 {
     return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)comm_ctx);
+}
+
+static nc_bridge make_bridge(MPI_Comm *bridge_comm, MPI_Comm *whole_comm, int size, int rank)
+{
+    return (nc_bridge){bridge_comm, size, rank, bridge_barrier, bridge_bcast, bridge_allreduce, bridge_reduce,
+                       bridge_exscan, whole_comm, comm_allgather, bridge_allgather_blocks};
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
@@ -202,8 +286,7 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
         c->node_rank_of[r] = table[2 * r + 1];
     }
     free(table);
-    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast,
-                            bridge_allreduce, bridge_reduce, bridge_exscan, &s->comm, comm_allgather};
+    c->bridge = make_bridge(&s->bridge_comm, &s->comm, shared[1], leader ? mine[0] : -1);
     return MPI_SUCCESS;
 }
 
@@ -358,26 +441,34 @@ static void destroy(nc_mpi_comm *s)
 
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
 {
+    nc_alg_id why;
+    nc_mpi_comm *s = nc_mpi_lookup(comm, &why);
+    if (!s) nc_mpi_fallback(coll, why);
+    return s;
+}
+
+nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)
+{
     if (!nc_config_get()->enable) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_DISABLED);
+        *why = NC_ALG_PMPI_DISABLED;
         return NULL;
     }
     if (comm == MPI_COMM_NULL) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
+        *why = NC_ALG_PMPI_ARGS;
         return NULL;
     }
     nc_mpi_comm *s = recall_state(comm);
-    if (!s) s = lookup_state(comm, coll);
+    if (!s) s = lookup_state(comm, why);
     if (!s) return NULL;
     if (s->fallback != NC_ALG_COUNT) {
-        nc_mpi_fallback(coll, s->fallback);
+        *why = s->fallback;
         return NULL;
     }
     return s;
 }
 
 /* The attribute (created on first use), or NULL after MPI_Finalize. */
-static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_coll_id coll)
+static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_alg_id *why)
 {
     pthread_once(&keyval_once, create_keyval);
     void *value = NULL;
@@ -387,13 +478,37 @@ static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_coll_id coll)
     if (!found) {
         PMPI_Finalized(&finalized);
         if (finalized || comm_keyval == MPI_KEYVAL_INVALID) {
-            nc_mpi_fallback(coll, NC_ALG_PMPI_FINALIZED);
+            *why = NC_ALG_PMPI_FINALIZED;
             return NULL;
         }
         s = create(comm);
     }
     remember_state(comm, s);
     return s;
+}
+
+void nc_mpi_solo_comm(MPI_Comm comm, nc_comm *c, MPI_Comm *bridge_comm)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = *nc_config_get();
+    PMPI_Comm_size(comm, &c->size);
+    PMPI_Comm_rank(comm, &c->rank);
+    c->node.size = 1;
+    c->node_of = malloc(sizeof(int) * (size_t)c->size);
+    c->node_rank_of = calloc((size_t)c->size, sizeof(int));
+    if (!c->node_of || !c->node_rank_of) nc_fatal("out of memory for rank tables");
+    for (int r = 0; r < c->size; r++) c->node_of[r] = r;
+    PMPI_Comm_dup(comm, bridge_comm);
+    PMPI_Comm_set_errhandler(*bridge_comm, MPI_ERRORS_RETURN);
+    c->bridge = make_bridge(bridge_comm, bridge_comm, c->size, c->rank);
+}
+
+void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm)
+{
+    free(c->node_of);
+    free(c->node_rank_of);
+    c->node_of = c->node_rank_of = NULL;
+    if (*bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(bridge_comm);
 }
 
 void nc_mpi_release_all(void)

@@ -232,14 +232,10 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
 }
 
 /* A user function takes an int count: longer runs are cut. */
-typedef struct user_call {
-    MPI_User_function *fn;
-    MPI_Datatype type;
-} user_call;
 
 static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 {
-    user_call *u = ctx;
+    nc_user_call *u = ctx;
     size_t extent = find_type(u->type)->extent;
     for (size_t done = 0; done < count;) {
         int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
@@ -248,15 +244,9 @@ static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
     }
 }
 
-/* Everything one reduction call needs, on the caller's stack. */
-typedef struct reduction_call {
-    nc_reduction red;
-    nc_host_op host;
-    user_call user;
-} reduction_call;
 
 /* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must). */
-static int describe_uncached(reduction_call *rc, MPI_Datatype type, MPI_Op op)
+static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
     if (!t) return 1;
@@ -274,7 +264,7 @@ static int describe_uncached(reduction_call *rc, MPI_Datatype type, MPI_Op op)
     }
     user_op u;
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
-    rc->user = (user_call){u.fn, type};
+    rc->user = (nc_user_call){u.fn, type};
     rc->red = (nc_reduction){call_user_op, &rc->user, t->extent, u.commutative, &rc->host};
     return 0;
 }
@@ -291,7 +281,7 @@ typedef struct recent_pair {
 } recent_pair;
 static _Thread_local recent_pair recent;
 
-static int describe(reduction_call *rc, MPI_Datatype type, MPI_Op op)
+int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     if (recent.valid && recent.type == type && recent.op == op) {
         rc->red = recent.red;
@@ -304,10 +294,28 @@ static int describe(reduction_call *rc, MPI_Datatype type, MPI_Op op)
     return err;
 }
 
+static void host_reduce_local(const void *in, void *inout, size_t count, void *ctx)
+{
+    const nc_host_op *h = ctx;
+    MPI_Aint lb, extent;
+    PMPI_Type_get_extent(h->type, &lb, &extent);
+    for (size_t at = 0; at < count; at += INT_MAX) {
+        size_t n = count - at < INT_MAX ? count - at : INT_MAX;
+        PMPI_Reduce_local((const char *)in + at * (size_t)extent, (char *)inout + at * (size_t)extent, (int)n,
+                          h->type, h->op);
+    }
+}
+
+void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent, int commutative)
+{
+    rc->host = (nc_host_op){op, type};
+    rc->red = (nc_reduction){host_reduce_local, &rc->host, extent, commutative, &rc->host};
+}
+
 /* ---- the entry points ----------------------------------------------------------------- */
 
 /* The state of comm if this call runs accelerated; NULL (reason counted) if the host must. */
-static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll, int args_ok, reduction_call *rc,
+static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll, int args_ok, nc_mpi_reduction *rc,
                                 MPI_Datatype type, MPI_Op op)
 {
     nc_mpi_comm *s = nc_mpi_state(comm, coll);
@@ -316,7 +324,7 @@ static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll, int args_ok, red
         nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
         return NULL;
     }
-    if (describe(rc, type, op)) {
+    if (nc_mpi_describe_reduction(rc, type, op)) {
         nc_mpi_fallback(coll, NC_ALG_PMPI_TYPE);
         return NULL;
     }
@@ -343,7 +351,7 @@ static int buffer_ok(const void *buf, long long count) { return count == 0 || (b
 NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                          MPI_Comm comm)
 {
-    reduction_call rc;
+    nc_mpi_reduction rc;
     int size = comm_size(comm), rank = comm_rank(comm), is_root = rank == root;
     const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = root >= 0 && root < size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
@@ -356,7 +364,7 @@ NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                             MPI_Comm comm)
 {
-    reduction_call rc;
+    nc_mpi_reduction rc;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
     nc_mpi_comm *s = accelerated(comm, NC_COLL_ALLREDUCE, ok, &rc, type, op);
@@ -366,7 +374,7 @@ NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
 
 /* Reduce_scatter with per-rank counts (all equal for the _block form). */
 static int reduce_scatter(nc_mpi_comm *s, nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts,
-                          const reduction_call *rc, MPI_Comm comm)
+                          const nc_mpi_reduction *rc, MPI_Comm comm)
 {
     size_t *n = malloc(sizeof(size_t) * (size_t)s->coll.size);
     if (!n) nc_fatal("out of memory for Reduce_scatter counts");
@@ -394,7 +402,7 @@ static int scatter_counts_ok(const int *counts, int size, int rank, const void *
 NC_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
                                  MPI_Op op, MPI_Comm comm)
 {
-    reduction_call rc;
+    nc_mpi_reduction rc;
     int size = comm_size(comm), rank = comm_rank(comm);
     int ok = scatter_counts_ok(recvcounts, size, rank, sendbuf, recvbuf);
     nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE_SCATTER, ok, &rc, type, op);
@@ -405,7 +413,7 @@ NC_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int r
 NC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
                                        MPI_Op op, MPI_Comm comm)
 {
-    reduction_call rc;
+    nc_mpi_reduction rc;
     int size = comm_size(comm), rank = comm_rank(comm);
     int *counts = size > 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
     for (int q = 0; counts && q < size; q++) counts[q] = recvcount;
@@ -420,7 +428,7 @@ NC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
 static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 MPI_Comm comm)
 {
-    reduction_call rc;
+    nc_mpi_reduction rc;
     int exclusive = coll == NC_COLL_EXSCAN;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     /* Exscan leaves rank 0's recvbuf alone: it need not be there. */
