@@ -30,6 +30,7 @@
 
 #include "comm.h"
 #include "frag.h"
+#include "../core/team.h"
 #include "select.h"
 #include "../core/fatal.h"
 
@@ -57,16 +58,17 @@ static char *scratch(nc_node *n, int which, size_t bytes)
     return n->scratch[which];
 }
 
-/* memcpy for buffers that may be absent when empty (a rank's Reduce_scatter block of 0). */
+/* memcpy for buffers that may be absent when empty (a rank's Reduce_scatter block of 0);
+ * shared with the caller's thread team, if any (large copies only). */
 static void copy_bytes(void *dst, const void *src, size_t len)
 {
-    if (len) memcpy(dst, src, len);
+    if (len) nc_par_copy(dst, src, len);
 }
 
-/* acc = lower op acc, `count` elements. */
+/* acc = lower op acc, `count` elements (shared with the caller's thread team, if any). */
 static void fold(const nc_reduction *r, const void *lower, void *acc, size_t count)
 {
-    if (count) r->fn(lower, acc, count, r->ctx);
+    if (count) nc_par_reduce(r, lower, acc, count);
 }
 
 /* ---- fragments of one call ------------------------------------------------------------- */
@@ -107,7 +109,7 @@ static void publish_frag(nc_node *n, const frag_plan *p, uint64_t g)
 static char *copy_to_slot(nc_node *n, nc_frag_place place, uint64_t g, const char *src, size_t len)
 {
     char *slot = nc_frag_claim_for_all(n, place, g);
-    memcpy(slot, src, len);
+    copy_bytes(slot, src, len);
     return slot;
 }
 
@@ -155,10 +157,10 @@ static void fold_subtree(nc_node *n, const frag_plan *p, const range_node *t, ui
 {
     size_t len = count * p->elem;
     if (!t->parts) {
-        memcpy(acc, own, len);
+        copy_bytes(acc, own, len);
         return;
     }
-    memcpy(acc, peer_frag(n, p, part_start(t, t->parts - 1), g), len);
+    copy_bytes(acc, peer_frag(n, p, part_start(t, t->parts - 1), g), len);
     for (int i = t->parts - 2; i >= 0; i--) fold(r, peer_frag(n, p, part_start(t, i), g), acc, count);
     fold(r, own, acc, count);
 }
@@ -180,9 +182,9 @@ static void tree_reduce(nc_comm *c, const char *send, char *recv, size_t count, 
         size_t cnt = frag_count(&p, k), off = frag_first(&p, k) * p.elem, len = cnt * p.elem;
         char *acc = top_direct ? recv + off : nc_frag_claim_for_all(n, p.place, g);
         fold_subtree(n, &p, &t, g, send + off, acc, cnt, r);
-        if (top && root == 0 && !top_direct) memcpy(recv + off, acc, len);
+        if (top && root == 0 && !top_direct) copy_bytes(recv + off, acc, len);
         else if (!top_direct) publish_frag(n, &p, g);
-        if (n->rank == root && root != 0) memcpy(recv + off, peer_frag(n, &p, 0, g), len);
+        if (n->rank == root && root != 0) copy_bytes(recv + off, peer_frag(n, &p, 0, g), len);
         consumed(n, g);
     }
 }
@@ -200,7 +202,7 @@ static void flat_allreduce(nc_comm *c, const char *send, char *recv, size_t coun
         publish_frag(n, &p, g);
         for (int q = n->size - 1; q >= 0; q--) {
             const char *src = q == n->rank ? mine : peer_frag(n, &p, q, g);
-            if (q == n->size - 1) memcpy(recv + off, src, len);
+            if (q == n->size - 1) copy_bytes(recv + off, src, len);
             else fold(r, src, recv + off, cnt);
         }
         consumed(n, g);
@@ -219,7 +221,7 @@ static void node_forward(nc_comm *c, int from, int to, const char *src, char *ds
             copy_to_slot(n, p.place, g, src + off, len);
             publish_frag(n, &p, g);
         } else if (n->rank == to) {
-            memcpy(dst + off, peer_frag(n, &p, from, g), len);
+            copy_bytes(dst + off, peer_frag(n, &p, from, g), len);
         }
         consumed(n, g); /* everybody, so `from` can reuse its slots within a long message */
     }
@@ -268,7 +270,7 @@ static void reduce_slice(nc_comm *c, const peer_buffers *b, const char *send, si
             const char *src = q == n->rank ? send + off : into;
             if (q != n->rank) nc_node_cma_or_die(n, q, b->input[q] + off, into, len, 0);
             if (q == n->size - 1) {
-                if (src != acc) memcpy(acc, src, len);
+                if (src != acc) copy_bytes(acc, src, len);
             } else {
                 fold(r, src, acc, cnt);
             }
@@ -277,7 +279,7 @@ static void reduce_slice(nc_comm *c, const peer_buffers *b, const char *send, si
             if (deliver == DELIVER_OWN) {
                 if (q == n->rank) copy_bytes(own_dst + (e - lo) * es, acc, len);
             } else if (deliver == DELIVER_ALL || deliver == q) {
-                if (q == n->rank) memcpy(b->result[q] + off, acc, len);
+                if (q == n->rank) copy_bytes(b->result[q] + off, acc, len);
                 else nc_node_cma_or_die(n, q, b->result[q] + off, acc, len, 1);
             }
         }
@@ -299,7 +301,7 @@ static void cma_slices(nc_comm *c, const char *send, char *recv, const size_t *s
     /* Others read my input and write my result: neither may go away before they are done. */
     consumed(n, g);
     nc_wait_all_cons(n, g + 1);
-    if (aside) memcpy(recv, aside, (hi - lo) * es);
+    if (aside) copy_bytes(recv, aside, (hi - lo) * es);
     free(aside);
     free(b.input);
     free(b.result);
@@ -379,7 +381,7 @@ static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *f
                 nc_wait_ge(&nc_node_ctl(n, q)->pub, g + 1, &n->wait);
                 src = nc_frag_data(n, ring, q, g);
             }
-            if (q == n->size - 1) memcpy(acc, src, (hi - lo) * es);
+            if (q == n->size - 1) copy_bytes(acc, src, (hi - lo) * es);
             else fold(r, src, acc, hi - lo);
         }
         nc_flag_post(&nc_node_ctl(n, me)->pub, gr + 1);
@@ -388,7 +390,7 @@ static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *f
                 uint64_t g = result_frag(&rs, k);
                 round_span(&rs, first, q, k, &lo, &hi);
                 if (q != me) nc_wait_ge(&nc_node_ctl(n, q)->pub, g + 1, &n->wait);
-                memcpy(recv + lo * es, q == me ? acc : nc_frag_data(n, ring, q, g), (hi - lo) * es);
+                copy_bytes(recv + lo * es, q == me ? acc : nc_frag_data(n, ring, q, g), (hi - lo) * es);
             }
         } else if (deliver == DELIVER_OWN) {
             copy_bytes(own_dst + (lo - first[me]) * es, acc, (hi - lo) * es);
@@ -397,7 +399,7 @@ static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *f
     }
     if (aside) {
         /* Every piece of my input is staged by now: recv may take my result. */
-        memcpy(recv, aside, (first[me + 1] - first[me]) * es);
+        copy_bytes(recv, aside, (first[me + 1] - first[me]) * es);
         free(aside);
     }
 }
@@ -433,9 +435,9 @@ static void recursive_doubling(nc_comm *c, const char *send, char *recv, size_t 
             if (partner < n->rank) {
                 fold(r, theirs, recv + off, cnt);
             } else { /* mine op theirs: their copy takes the fold, then becomes mine */
-                memcpy(tmp, theirs, len);
+                copy_bytes(tmp, theirs, len);
                 fold(r, recv + off, tmp, cnt);
-                memcpy(recv + off, tmp, len);
+                copy_bytes(recv + off, tmp, len);
             }
             consumed(n, g);
         }
@@ -456,10 +458,10 @@ static void chain_scan(nc_comm *c, const char *send, char *recv, size_t count, c
         char *mine = copy_to_slot(n, p.place, g, send + off, len);
         if (n->rank > 0) {
             const char *prev = peer_frag(n, &p, n->rank - 1, g);
-            if (exclusive) memcpy(recv + off, prev, len);
+            if (exclusive) copy_bytes(recv + off, prev, len);
             fold(r, prev, mine, cnt);
         }
-        if (!exclusive) memcpy(recv + off, mine, len);
+        if (!exclusive) copy_bytes(recv + off, mine, len);
         publish_frag(n, &p, g);
         consumed(n, g);
     }
@@ -502,11 +504,11 @@ static int ordered(nc_comm *c, const char *send, char *recv, size_t count, const
         err = c->bridge.comm_allgather(c->bridge.comm_ctx, send + off, all, len);
         if (err) break;
         if (kind == ORDERED_REDUCE && (root < 0 || root == c->rank)) {
-            memcpy(recv + off, all + (size_t)(c->size - 1) * len, len);
+            copy_bytes(recv + off, all + (size_t)(c->size - 1) * len, len);
             for (int q = c->size - 2; q >= 0; q--) fold(r, all + (size_t)q * len, recv + off, cnt);
         } else if (kind != ORDERED_REDUCE && last >= 0) {
             for (int q = 1; q <= last; q++) fold(r, all + (size_t)(q - 1) * len, all + (size_t)q * len, cnt);
-            memcpy(recv + off, all + (size_t)last * len, len);
+            copy_bytes(recv + off, all + (size_t)last * len, len);
         }
     }
     return err;
