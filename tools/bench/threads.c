@@ -44,68 +44,85 @@ static void *run_job(void *arg)
     return NULL;
 }
 
-/* --team: thread 0 makes `calls` team Bcasts of `bytes`, helped by threads-1 threads. */
+/* --team: thread 0 makes `calls` team Bcasts (or Allreduces of doubles) of `bytes`,
+ * helped by threads-1 threads. */
 typedef struct team_helper {
     nodecoll_team team;
-    int thread, calls;
+    int thread, calls, allreduce;
 } team_helper;
+
+static int team_call(nodecoll_team team, int thread, int allreduce, char *in, char *out, int bytes)
+{
+    if (allreduce) return nodecoll_team_allreduce(team, thread, in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return nodecoll_team_bcast(team, thread, in, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
 
 static void *serve_team(void *arg)
 {
     team_helper *h = arg;
-    for (int i = 0; i < h->calls; i++) nodecoll_team_bcast(h->team, h->thread, NULL, 0, MPI_BYTE, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < h->calls; i++) team_call(h->team, h->thread, h->allreduce, NULL, NULL, 0);
     return NULL;
 }
 
-static double time_team(int threads, int calls, int bytes, char *buf)
+static double slowest_rank(double mine)
+{
+    double slowest = 0;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static double time_team(int threads, int calls, int bytes, int allreduce, char *in, char *out)
 {
     nodecoll_team team;
     pthread_t tid[64];
     team_helper helpers[64];
     nodecoll_team_create(threads, &team);
     for (int t = 1; t < threads; t++) {
-        helpers[t] = (team_helper){team, t, calls};
+        helpers[t] = (team_helper){team, t, calls, allreduce};
         pthread_create(&tid[t], NULL, serve_team, &helpers[t]);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < calls; i++) nodecoll_team_bcast(team, 0, buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-    double mine = MPI_Wtime() - t0, slowest = 0;
+    for (int i = 0; i < calls; i++) team_call(team, 0, allreduce, in, out, bytes);
+    double mine = MPI_Wtime() - t0;
     for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
     nodecoll_team_free(&team);
-    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest / calls;
+    return slowest_rank(mine) / calls;
 }
 
-static double time_host_bcast(int calls, int bytes, char *buf)
+static double time_host(int calls, int bytes, int allreduce, char *in, char *out)
 {
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < calls; i++) PMPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-    double mine = MPI_Wtime() - t0, slowest = 0;
-    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest / calls;
+    for (int i = 0; i < calls; i++) {
+        if (allreduce) PMPI_Allreduce(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else PMPI_Bcast(in, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+    return slowest_rank(MPI_Wtime() - t0) / calls;
 }
 
 static double median(double *v, int n);
 
-/* Microseconds per team Bcast for 1..max_threads threads, against the host's Bcast. */
-static void team_sweep(int max_threads, int calls, int bytes, int rounds, int rank)
+/* Microseconds per team call for 1..max_threads threads, against the host's call. */
+static void team_sweep(const char *coll, int max_threads, int calls, int bytes, int rounds, int rank)
 {
-    char *buf = calloc(1, (size_t)bytes + 1);
+    int allreduce = !strcmp(coll, "allreduce");
+    char *in = calloc(1, (size_t)bytes + 8), *out = calloc(1, (size_t)bytes + 8);
     double host[99], one = 0;
-    for (int r = 0; r < rounds; r++) host[r] = time_host_bcast(calls, bytes, buf);
+    for (int r = 0; r < rounds; r++) host[r] = time_host(calls, bytes, allreduce, in, out);
     if (!rank)
-        printf("# team Bcast %d B from rank 0, %d calls, median of %d rounds; host Bcast %.1f us\n"
-               "# threads   us/call   vs 1 thread   x host\n", bytes, calls, rounds, 1e6 * median(host, rounds));
+        printf("# team %s %d B, %d calls, median of %d rounds; host %s %.1f us\n"
+               "# threads   us/call   vs 1 thread   x host\n", coll, bytes, calls, rounds, coll,
+               1e6 * median(host, rounds));
     for (int threads = 1; threads <= max_threads; threads *= 2) {
         double secs[99];
-        for (int r = 0; r < rounds; r++) secs[r] = time_team(threads, calls, bytes, buf);
+        for (int r = 0; r < rounds; r++) secs[r] = time_team(threads, calls, bytes, allreduce, in, out);
         double us = 1e6 * median(secs, rounds);
         if (threads == 1) one = us;
         if (!rank) printf("  %7d  %8.1f   %9.2fx   %6.2fx\n", threads, us, one / us, 1e6 * median(host, rounds) / us);
     }
-    free(buf);
+    free(in);
+    free(out);
 }
 
 /* Seconds for `threads` threads to make `calls` calls each; the slowest rank counts. */
@@ -121,9 +138,7 @@ static double time_threads(const variant *v, MPI_Comm *comms, int threads, int c
         pthread_create(&tid[t], NULL, run_job, &jobs[t]);
     }
     for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-    double mine = MPI_Wtime() - t0, slowest = 0;
-    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
+    return slowest_rank(MPI_Wtime() - t0);
 }
 
 static void usage(void)
@@ -132,8 +147,9 @@ static void usage(void)
            "                     [--calls N] [--max-threads T] [--rounds R] [--team]\n"
            "Aggregate calls/s of T threads per rank, each on its own communicator, nodecoll\n"
            "against the host MPI (median of R alternating rounds; slowest rank).\n"
-           "--team: instead, time per Bcast of a team of T threads per rank\n"
-           "(nodecoll_team_bcast) against one thread and against the host's Bcast.\n");
+           "--team: instead, time per call of a team of T threads per rank\n"
+           "(nodecoll_team_bcast, or --coll allreduce: nodecoll_team_allreduce on doubles)\n"
+           "against one thread and against the host's call.\n");
 }
 
 static int compare_double(const void *a, const void *b)
@@ -162,7 +178,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--team")) team = 1;
         else { usage(); return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0; }
     }
-    if (max_threads < 1 || max_threads > 64 || rounds < 1 || rounds > 99) { usage(); return 2; }
+    int known = !strcmp(coll, "bcast") || !strcmp(coll, team ? "allreduce" : "barrier");
+    if (!known || max_threads < 1 || max_threads > 64 || rounds < 1 || rounds > 99) { usage(); return 2; }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -172,7 +189,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (team) {
-        team_sweep(max_threads, calls, bytes, rounds, rank);
+        team_sweep(coll, max_threads, calls, bytes, rounds, rank);
         MPI_Finalize();
         return 0;
     }
