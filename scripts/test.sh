@@ -33,5 +33,13 @@ else
   status=1; failed=$((failed + 1))
 fi
 
+# ThreadSanitizer: the library and the threaded tests (MPI_THREAD_MULTIPLE).
+if "$root/scripts/build.sh" openmpi "$root/build/tsan-openmpi" -DNODECOLL_TSAN=ON \
+     -DNODECOLL_TEST_SCALE=0.3 -DCMAKE_BUILD_TYPE=Debug; then
+  run_suite "tsan (openmpi)" "$root/build/tsan-openmpi" -L threads "$@"
+else
+  status=1; failed=$((failed + 1))
+fi
+
 echo "nodecoll: $passed passed, $failed failed"
 exit $status

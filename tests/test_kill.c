@@ -2,8 +2,9 @@
  * of its ranks dies.
  *
  *   test_kill loop    every rank sets up three communicators (WORLD, a duplicate, a split with
- *                     reversed order), prints "ready <rank> <pid>", then runs Bcasts (inline,
- *                     segment-sized, single-copy-sized) and Barriers until it is killed;
+ *                     reversed order) and a node-shared handle on WORLD (its own region),
+ *                     prints "ready <rank> <pid>", then runs Bcasts (inline, segment-sized,
+ *                     single-copy-sized), node-shared Allgathers and Barriers until killed;
  *   test_kill abort   the same, but the last rank calls MPI_Abort after ~0.3 s of the loop;
  *   test_kill once    sets up, prints "ready", finalizes: a short job (for the stale sweep).
  *
@@ -39,9 +40,12 @@ int main(int argc, char **argv)
         bcast_check(comms[c], 64, 0, 1);
         MPI_Barrier(comms[c]);
     }
+    nodecoll_shared shared;
+    nodecoll_shared_create(MPI_COMM_WORLD, 4096 * t_size, &shared);
     printf("ready %d %ld\n", t_rank, (long)getpid());
     fflush(stdout);
     if (!strcmp(mode, "once")) {
+        nodecoll_shared_free(&shared);
         for (int c = 1; c < 3; c++) MPI_Comm_free(&comms[c]);
         MPI_Finalize();
         return 0;
@@ -54,6 +58,9 @@ int main(int argc, char **argv)
         int size;
         MPI_Comm_size(comm, &size);
         bcast_check(comm, sizes[k % 4], (int)(k % (unsigned)size), (unsigned char)k);
+        static unsigned char block[4096];
+        const void *all;
+        nodecoll_shared_allgather(block, sizeof block, MPI_BYTE, shared, &all);
         MPI_Barrier(comm);
         double now = MPI_Wtime() - start;
         if (abort_here && now > 0.3) {

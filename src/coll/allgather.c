@@ -111,7 +111,7 @@ static int bridge_dissemination(nc_comm *c, const regions *g, int me)
 
 /* Seed 001, equation 1: max volume over the volume at the `fraction` quantile.  A few
  * nodes far above the bulk make the set skewed. */
-int nc_volumes_skewed(const nc_comm *c, const size_t *off, int nodes)
+static int volumes_skewed(const nc_comm *c, const size_t *off, int nodes)
 {
     uint64_t *v = malloc(sizeof(uint64_t) * (size_t)nodes);
     if (!v) return 0; /* only a preference: every leader decides from the same values */
@@ -127,10 +127,10 @@ int nc_volumes_skewed(const nc_comm *c, const size_t *off, int nodes)
 static int bridge_allgatherv(nc_comm *c, nc_coll_id coll, const regions *g)
 {
     int me = c->bridge.rank;
-    nc_alg_id alg = nc_select_spread(c, g->off[g->nodes], nc_volumes_skewed(c, g->off, g->nodes));
+    nc_alg_id alg = nc_select_spread(c, g->off[g->nodes], volumes_skewed(c, g->off, g->nodes));
     nc_stats_count(coll, alg, g->off[g->nodes]);
     if (alg == NC_ALG_RING) return bridge_ring(c, g, me);
-    if (alg == NC_ALG_DOUBLING) return bridge_doubling(c, g, me);
+    if (alg == NC_ALG_RECURSIVE_DOUBLING) return bridge_doubling(c, g, me);
     return bridge_dissemination(c, g, me);
 }
 

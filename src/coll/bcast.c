@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "comm.h"
+#include "frag.h"
 #include "select.h"
 #include "../core/cma.h"
 #include "../core/fatal.h"
+#include "../core/team.h"
 #include "../core/tree.h"
 
 typedef struct tree_pos {
@@ -27,78 +29,67 @@ static tree_pos tree_position(const nc_node *n, int root, int radix)
     return t;
 }
 
-/* Waits until every child has posted cons >= frag_end.  What a child posted before is
- * remembered, so the remote line is read again only when the old value is not enough. */
 static void wait_children_done(nc_node *n, const tree_pos *t, uint64_t frag_end)
 {
-    for (int i = 0; i < t->children; i++) {
-        int child = tree_node_rank(n, t, t->first_child + i);
-        if (n->cons_seen[child] >= frag_end) continue;
-        const nc_flag *cons = &nc_node_ctl(n, child)->cons;
-        nc_wait_ge(cons, frag_end, &n->wait);
-        n->cons_seen[child] = nc_flag_read(cons);
-    }
-}
-
-/* Where fragment g of a rank lives: inside one of its inline flags when the whole message
- * fits there (signal and data arrive in one cache-line transfer), else in its ring, announced
- * by its pub flag. */
-typedef struct frag_place {
-    int in_flag;
-} frag_place;
-
-static nc_flag *frag_signal(const nc_node *n, frag_place p, int rank, uint64_t g)
-{
-    nc_rank_ctl *ctl = nc_node_ctl(n, rank);
-    return p.in_flag ? &ctl->inline_frags[g % NC_INLINE_SLOTS] : &ctl->pub;
-}
-
-static char *frag_data(const nc_node *n, frag_place p, int rank, uint64_t g)
-{
-    return p.in_flag ? (char *)nc_node_ctl(n, rank)->inline_frags[g % NC_INLINE_SLOTS].data
-                     : nc_node_ring(n, rank, g);
+    for (int i = 0; i < t->children; i++) nc_wait_cons(n, tree_node_rank(n, t, t->first_child + i), frag_end);
 }
 
 /* My slot for fragment g may still be read by the children of the call that last filled it
- * (a different root gives different children); wait for exactly those. */
-static char *claim_slot(nc_node *n, frag_place p, const tree_pos *t, uint64_t g)
+ * (a different root gives different children), or by any rank after a reduction; wait for
+ * exactly those. */
+static void wait_slot_readers(nc_node *n, const nc_slot_use *use)
 {
-    nc_slot_use *use = p.in_flag ? &n->inline_use[g % NC_INLINE_SLOTS] : &n->slot_use[g % (uint64_t)n->layout.nseg];
-    if (use->frag_end) {
+    if (!use->frag_end) return;
+    if (use->any_reader) {
+        nc_wait_all_cons(n, use->frag_end);
+    } else {
         tree_pos before = tree_position(n, use->root, use->radix);
         wait_children_done(n, &before, use->frag_end);
     }
-    *use = (nc_slot_use){g + 1, t->root, t->radix};
-    return frag_data(n, p, n->rank, g);
+}
+
+static char *claim_slot(nc_node *n, nc_frag_place p, const tree_pos *t, uint64_t g)
+{
+    nc_slot_use *use = nc_frag_use(n, p, g);
+    wait_slot_readers(n, use);
+    *use = (nc_slot_use){g + 1, t->root, t->radix, 0};
+    return nc_frag_data(n, p, n->rank, g);
+}
+
+char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g)
+{
+    nc_slot_use *use = nc_frag_use(n, p, g);
+    wait_slot_readers(n, use);
+    *use = (nc_slot_use){g + 1, 0, 0, 1};
+    return nc_frag_data(n, p, n->rank, g);
 }
 
 static void bcast_through_shm(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0)
 {
-    frag_place place = {bytes <= NC_INLINE_MAX};
+    nc_frag_place place = nc_frag_place_for(bytes);
     size_t chunk = n->layout.seg_size;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
         const char *src = buf + off;
         if (t->vrank) {
-            nc_wait_ge(frag_signal(n, place, t->parent, g), g + 1, &n->wait);
-            src = frag_data(n, place, t->parent, g);
+            nc_wait_ge(nc_frag_signal(n, place, t->parent, g), g + 1, &n->wait);
+            src = nc_frag_data(n, place, t->parent, g);
         }
         if (t->children) {
             char *slot = claim_slot(n, place, t, g);
             memcpy(slot, src, len);
-            nc_flag_post(frag_signal(n, place, n->rank, g), g + 1);
+            nc_flag_post(nc_frag_signal(n, place, n->rank, g), g + 1);
             src = slot;
         }
-        if (t->vrank) memcpy(buf + off, src, len);
+        if (t->vrank) nc_par_copy(buf + off, src, len);
         nc_flag_post(&me->cons, g + 1);
     }
 }
 
-static void cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write)
+void nc_node_cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write)
 {
-    int err = write ? nc_cma_write(n->pids[peer], remote, local, len)
-                    : nc_cma_read(n->pids[peer], remote, local, len);
+    int err = nc_par_cma(write, n->pids[peer], remote, local, len);
     if (err) nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe",
                       write ? "write to" : "read from", peer, err);
 }
@@ -117,7 +108,7 @@ static void pull_from_parent(nc_node *n, const tree_pos *t, char *buf, size_t by
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
         nc_wait_ge(&parent->pub, g + 1, &n->wait);
-        cma_or_die(n, t->parent, published_buffer(&parent->pub) + off, buf + off, len, 0);
+        nc_node_cma_or_die(n, t->parent, published_buffer(&parent->pub) + off, buf + off, len, 0);
         if (t->children) nc_flag_post(&me->pub, g + 1);
     }
 }
@@ -139,7 +130,7 @@ static void root_push(nc_node *n, const tree_pos *t, char *buf, size_t bytes, ui
         int child = tree_node_rank(n, t, t->first_child + i);
         const nc_rank_ctl *ctl = nc_node_ctl(n, child);
         nc_wait_ge(&ctl->ready, g0 + 1, &n->wait);
-        cma_or_die(n, child, published_buffer(&ctl->ready) + cut, buf + cut, bytes - cut, 1);
+        nc_node_cma_or_die(n, child, published_buffer(&ctl->ready) + cut, buf + cut, bytes - cut, 1);
     }
     nc_flag_post(&nc_node_ctl(n, n->rank)->push, g_end);
 }
@@ -165,7 +156,7 @@ static void bcast_single_copy(nc_node *n, const tree_pos *t, char *buf, size_t b
     nc_flag_post(&me->cons, g0 + nfrag);
 }
 
-static void node_bcast(nc_comm *c, char *buf, size_t bytes, int root)
+nc_alg_id nc_node_bcast(nc_comm *c, void *buf, size_t bytes, int root)
 {
     nc_node *n = &c->node;
     nc_alg_id alg = nc_select(c, NC_COLL_BCAST, bytes);
@@ -179,7 +170,7 @@ static void node_bcast(nc_comm *c, char *buf, size_t bytes, int root)
         bcast_single_copy(n, &t, buf, bytes, chunk, g0, nfrag, push);
     else
         bcast_through_shm(n, &t, buf, bytes, g0);
-    nc_stats_count(NC_COLL_BCAST, alg, bytes);
+    return alg;
 }
 
 int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root)
@@ -190,11 +181,11 @@ int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root)
     int err = 0;
     int bridge_step = nc_comm_multinode(c) && nc_comm_is_leader(c);
     /* On the root's node the data flows node -> bridge, elsewhere bridge -> node. */
-    if (my_node == root_node && c->node.size > 1) node_bcast(c, buf, bytes, node_root);
+    if (my_node == root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, buf, bytes, node_root), bytes);
     if (bridge_step) {
         err = c->bridge.bcast(c->bridge.ctx, buf, bytes, root_node);
         nc_stats_count(NC_COLL_BCAST, NC_ALG_BRIDGE, bytes);
     }
-    if (my_node != root_node && c->node.size > 1) node_bcast(c, buf, bytes, node_root);
+    if (my_node != root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, buf, bytes, node_root), bytes);
     return err;
 }

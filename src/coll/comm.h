@@ -8,6 +8,7 @@
 
 #include "../core/config.h"
 #include "../core/node.h"
+#include "../core/ops.h"
 #include "../core/stats.h"
 
 /* One message of a bridge exchange: `bytes` at `buf` to or from bridge rank `peer`. */
@@ -17,12 +18,29 @@ typedef struct nc_xfer {
     size_t bytes;
 } nc_xfer;
 
+/* Where one rank's block lies in a buffer holding the blocks of all ranks. */
+typedef struct nc_block {
+    size_t offset, bytes;
+} nc_block;
+
 /* Inter-node steps among node leaders; each returns 0 or the host MPI's error code. */
 typedef struct nc_bridge {
     void *ctx;
     int size, rank; /* size 1 when everything is on one node; rank -1 on non-leaders */
     int (*barrier)(void *ctx);
     int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
+    /* Among the leaders with the call's op and datatype as the adapter describes them
+     * (r->host); Allreduce in place, Reduce's recv used at the bridge root only. */
+    int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
+    int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
+    int (*exscan)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r);
+    /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
+    void *comm_ctx;
+    int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);
+    /* Each leader holds in buf the blocks of its own node's ranks (blocks[r] for every comm
+     * rank r with node_of[r] == its bridge rank); afterwards every leader's buf holds every
+     * block.  Node blocks need not be contiguous (any placement of ranks on nodes). */
+    int (*allgather_blocks)(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks);
     /* Point-to-point among leaders: posts every receive and send, then waits for all
      * (any size: the adapter splits what MPI's int counts cannot carry). */
     int (*exchange)(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs);
@@ -42,28 +60,15 @@ typedef struct nc_comm {
 } nc_comm;
 
 /* One rank's view of a vector argument of a data-movement collective: block i (of rank i)
- * has nc_vec_len(v, i) bytes at base + nc_vec_off(v, i).  Either MPI's int form (counts
- * and displacements in elements, or uniform blocks back to back) or a byte form. */
+ * has lens[i] bytes at base + offs[i] (the adapter turns MPI's counts, displacements and
+ * datatypes into bytes, with base at the lowest block so no offset is negative). */
 typedef struct nc_vec {
     char *base;
-    const int *counts, *displs; /* NULL counts: every block has `count` elements; NULL displs: back to back */
-    int count;
-    size_t elem, extent;        /* bytes per element; bytes per displacement unit */
-    const size_t *lens, *offs;  /* byte form: overrides the int form when non-NULL */
+    const size_t *lens, *offs;
 } nc_vec;
 
-static inline size_t nc_vec_len(const nc_vec *v, int i)
-{
-    if (v->lens) return v->lens[i];
-    return (size_t)(v->counts ? v->counts[i] : v->count) * v->elem;
-}
-
-static inline size_t nc_vec_off(const nc_vec *v, int i)
-{
-    if (v->offs) return v->offs[i];
-    return (v->displs ? (size_t)v->displs[i] : (size_t)i * (size_t)v->count) * v->extent;
-}
-
+static inline size_t nc_vec_len(const nc_vec *v, int i) { return v->lens[i]; }
+static inline size_t nc_vec_off(const nc_vec *v, int i) { return v->offs[i]; }
 static inline char *nc_vec_at(const nc_vec *v, int i) { return v->base + nc_vec_off(v, i); }
 
 static inline int nc_comm_multinode(const nc_comm *c) { return c->bridge.size > 1; }
@@ -72,6 +77,17 @@ static inline int nc_comm_is_leader(const nc_comm *c) { return c->node.rank == 0
 /* Collectives on contiguous bytes; each returns 0 or an error code from the bridge. */
 int nc_barrier(nc_comm *c);
 int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root);
+/* The node-level part of Bcast from node rank `root`; returns the algorithm it ran. */
+nc_alg_id nc_node_bcast(nc_comm *c, void *buf, size_t bytes, int root);
+
+/* Reductions on `count` elements of r->elem_size bytes.  send == recv means in place (for
+ * Reduce_scatter: the whole input is in recv and my block's result goes to its start).
+ * root < 0 makes nc_reduce an Allreduce; counts[] of nc_reduce_scatter are per rank and
+ * `coll` says which of the two Reduce_scatter calls it serves (for the counters). */
+int nc_reduce(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
+int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv, const size_t *counts,
+                      const nc_reduction *r);
+int nc_scan(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int exclusive);
 
 /* Data movement (gather.c, allgather.c, alltoall.c).  `coll` names the MPI call for the
  * counters.  A NULL send (or recv for scatter) means MPI_IN_PLACE: the rank's own block is

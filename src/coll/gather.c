@@ -127,7 +127,10 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
 {
     nc_node *n = &c->node;
     int root_node = c->node_of[root], is_root = c->rank == root, err = 0;
-    const void *mine = send ? send : nc_vec_at(recv, root); /* in place happens at the root only */
+    /* In place (at the root only): the root's block travels from where it already is, at
+     * its full length, so every node region keeps the layout the offsets describe. */
+    const void *mine = send ? send : nc_vec_at(recv, root);
+    if (is_root && !send) send_bytes = nc_vec_len(recv, root);
     uint64_t seq = nc_move_round(n);
     if (c->node_of[c->rank] != root_node) {
         char *region = NULL;

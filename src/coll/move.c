@@ -12,7 +12,13 @@ size_t nc_move_table_bytes(const nc_comm *c)
     return (bytes + 127) / 128 * 128; /* the slot payload starts on a line of its own */
 }
 
-size_t nc_move_area_bytes(const nc_comm *c) { return nc_move_table_bytes(c) + (size_t)c->cfg.move_slot; }
+/* The slot never outgrows one ring segment: a small NODECOLL_SEGMENT_SIZE shrinks the whole
+ * segment, this area included. */
+size_t nc_move_area_bytes(const nc_comm *c)
+{
+    size_t slot = (size_t)c->cfg.move_slot, seg = (size_t)c->cfg.segment_size;
+    return nc_move_table_bytes(c) + (slot < seg ? slot : seg);
+}
 
 size_t nc_move_slot_bytes(const nc_comm *c) { return c->node.layout.move_bytes - nc_move_table_bytes(c); }
 

@@ -36,6 +36,34 @@
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
   X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
+  X(reduce_alg,          ENUM, 0,        0, 5,        "auto|flat|tree|cma|shm|recursive_doubling", \
+    "Reduce/Allreduce/Reduce_scatter algorithm on a node: flat (every rank folds every rank's data; " \
+    "for Reduce the root does), fan-in tree (+ Bcast fan-out for Allreduce), cma (each rank reduces a " \
+    "slice reading the others' buffers single-copy, then delivers it), shm (the same slices staged " \
+    "through the shared rings; needs NODECOLL_SEGMENTS >= 2 x ranks per node, else tree), or " \
+    "recursive_doubling (Allreduce by pairwise exchange through the rings, for comparison; a power-of-two " \
+    "node only, else and for Reduce: tree).") \
+  X(reduce_fanin,        INT,  4,        1, 64,       NULL, \
+    "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
+  X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
+    "auto uses flat Allreduce (no fan-out step; also for Reduce_scatter below NODECOLL_REDUCE_CMA_MIN) up to this many bytes when the node has at most " \
+    "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
+  X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
+    "Most ranks per node for which auto picks the flat Allreduce.") \
+  X(reduce_cma_min,      SIZE, 32768,    0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Allreduce and Reduce_scatter from this many bytes up, when CMA works.") \
+  X(reduce_shm_min,      SIZE, 32768,    0, 1099511627776, NULL, \
+    "Without single-copy (or below NODECOLL_REDUCE_CMA_MIN), auto stages Allreduce and Reduce_scatter through " \
+    "the rings by slices (shm) from this many bytes up; below, and for Reduce, flat or tree.") \
+  X(reduce_root_cma_min, SIZE, 1099511627776, 0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Reduce (to a root) from this many bytes up, when CMA works " \
+    "(default: never; at 2 ranks the fan-in tree was faster at every size).") \
+  X(reduce_chunk,        SIZE, 262144,    64, 1073741824, NULL, \
+    "Bytes a rank reduces at a time in the slice algorithm (two buffers of this size should stay in cache), " \
+    "and per rank per step in the ordered multi-node algorithm.") \
+  X(reproducible,        BOOL, 0,        0, 1,        NULL, \
+    "1: floating-point reductions are bitwise reproducible and independent of algorithm, radix and node count: " \
+    "every element is combined in rank order, x0 op (x1 op (... op x(P-1))) (Scan: ((x0 op x1) op x2) ...).") \
   X(segment_size,        SIZE, 32768,    4096, 67108864, NULL, \
     "Bytes per pipeline segment in a rank's shared-memory ring (rounded up to a page).") \
   X(segments,            INT,  8,        2, 1024,     NULL, \
@@ -47,7 +75,7 @@
     "root write a share into the receivers' buffers while they read the rest (0: never).") \
   X(move_slot,           SIZE, 16384,    0, 67108864, NULL, \
     "Gather/Scatter/Allgather/Alltoall families: a rank's published data up to this many bytes is copied " \
-    "into its shared slot (readers copy it out, the publisher returns at once); larger data is read straight " \
+    "into its shared slot (readers copy it out, the publisher returns at once; the slot is at most NODECOLL_SEGMENT_SIZE); larger data is read straight " \
     "from the publisher's buffer with single copy.") \
   X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
     "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (seed 001's bins; " \
@@ -66,6 +94,16 @@
     "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \
     "Most shared memory this process maps for nodecoll segments; a communicator that would exceed it uses the host MPI.") \
+  X(team_part_min,       SIZE, 262144,   4096, 1099511627776, NULL, \
+    "Thread teams (nodecoll_team_*): a copy, single-copy read or reduction of n bytes is split over " \
+    "min(team threads, n / this) threads; smaller pieces stay with the calling thread.") \
+  X(shared_debug,        BOOL, 0,        0, 1,        NULL, \
+    "Node-shared results (nodecoll_shared_*): protect the result pages in each process, read-only while " \
+    "held and inaccessible once released, so reading a released result or writing into one stops the " \
+    "process with a message naming the misuse (two mprotect calls per call).") \
+  X(shared_chunk,        SIZE, 65536,    64, 1099511627776, NULL, \
+    "Bytes one step of a node-shared Allreduce folds: the ranks of a node pass the result along in a " \
+    "pipeline of pieces this size.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \

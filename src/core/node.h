@@ -14,7 +14,8 @@
  * only after those readers are done with it. */
 typedef struct nc_slot_use {
     uint64_t frag_end; /* readers must have consumed up to here (0: never used) */
-    int root, radix;   /* the tree they read through */
+    int root, radix;   /* the Bcast tree they read through */
+    int any_reader;    /* or any rank of the node may have read it (reductions) */
 } nc_slot_use;
 
 typedef struct nc_node {
@@ -29,6 +30,16 @@ typedef struct nc_node {
     nc_slot_use *slot_use;                 /* per ring segment */
     nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
     uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
+    /* Private working memory of the reductions, kept between calls (a freshly touched page
+     * costs ~1.6 us on the development machine): [0] chunks of the slice algorithm,
+     * [1] whole vectors (inter-node partial results, Reduce_scatter's full result). */
+    char *scratch[2];
+    size_t scratch_bytes[2];
+    /* Node-shared handles: which flag sets of the control pages are taken, and the last call
+     * number of the handle that used each set (the next handle there continues from it, so
+     * its flags never go back).  Changed only by collective create/free: alike on all ranks. */
+    uint64_t shared_seq[NC_SHARED_SLOTS];
+    unsigned char shared_used[NC_SHARED_SLOTS];
     uint64_t move_seq;   /* data-movement rounds (coll/move.h) */
     uint64_t move_readers_seq; /* round whose readers may still read my move area (0: none) */
     int move_nreaders;

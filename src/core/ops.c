@@ -20,29 +20,43 @@ typedef bool T_BOOL;
 typedef nc_float_int T_FLOAT_INT; typedef nc_double_int T_DOUBLE_INT; typedef nc_long_int T_LONG_INT;
 typedef nc_int_int T_INT_INT; typedef nc_short_int T_SHORT_INT; typedef nc_long_double_int T_LONG_DOUBLE_INT;
 
-/* One expression per operation: b is the accumulator (higher ranks), a the incoming value. */
-#define E_SUM(a, b) ((a) + (b))
-#define E_PROD(a, b) ((a) * (b))
-#define E_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define E_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define E_LAND(a, b) ((a) && (b))
-#define E_LOR(a, b) ((a) || (b))
-#define E_LXOR(a, b) (!(a) != !(b))
-#define E_BAND(a, b) ((a) & (b))
-#define E_BOR(a, b) ((a) | (b))
-#define E_BXOR(a, b) ((a) ^ (b))
-/* MPI: the smaller (larger) value wins; on a tie, the smaller index. */
-#define E_MINLOC(a, b) ((a).v < (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
-#define E_MAXLOC(a, b) ((a).v > (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
+/* Arithmetic type per element: SUM and PROD of integers wrap (two's complement, as every MPI
+ * does) instead of overflowing signed arithmetic, which C leaves undefined.  16-bit values
+ * are multiplied as unsigned int because uint16_t operands would be promoted to int. */
+typedef uint8_t W_I8; typedef uint8_t W_U8; typedef unsigned W_I16; typedef unsigned W_U16;
+typedef uint32_t W_I32; typedef uint32_t W_U32; typedef uint64_t W_I64; typedef uint64_t W_U64;
+typedef T_F32 W_F32; typedef T_F64 W_F64; typedef T_F80 W_F80;
+typedef T_C32 W_C32; typedef T_C64 W_C64; typedef T_C80 W_C80;
 
-/* The loop is simple enough for the vectorizer; `in` and `inout` may not alias partially,
- * as MPI forbids, but the compiler checks that at run time before using vector code. */
-#define NC_KERNEL(OP, ELEM)                                                             \
-    static void k_##OP##_##ELEM(const void *in, void *inout, size_t n, void *ctx)      \
-    {                                                                                   \
-        const T_##ELEM *a = in;                                                         \
-        T_##ELEM *b = inout;                                                            \
-        for (size_t i = 0; i < n; i++) b[i] = E_##OP(a[i], b[i]);                       \
+/* One expression per operation: a is the incoming value (lower ranks), b the accumulator
+ * (higher ranks); W is the arithmetic type of the element. */
+#define E_SUM(W, a, b) ((W)(a) + (W)(b))
+#define E_PROD(W, a, b) ((W)(a) * (W)(b))
+/* (converted back to the element type by the assignment in the kernel) */
+#define E_MIN(W, a, b) ((a) < (b) ? (a) : (b))
+#define E_MAX(W, a, b) ((a) > (b) ? (a) : (b))
+#define E_LAND(W, a, b) ((a) && (b))
+#define E_LOR(W, a, b) ((a) || (b))
+#define E_LXOR(W, a, b) (!(a) != !(b))
+#define E_BAND(W, a, b) ((a) & (b))
+#define E_BOR(W, a, b) ((a) | (b))
+#define E_BXOR(W, a, b) ((a) ^ (b))
+/* MPI: the smaller (larger) value wins; on a tie, the smaller index. */
+#define E_MINLOC(W, a, b) ((a).v < (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
+#define E_MAXLOC(W, a, b) ((a).v > (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
+/* The pair types only take MINLOC/MAXLOC and bool only logical ops, which ignore W. */
+#define W_OF(ELEM) W_##ELEM
+typedef void W_BOOL, W_FLOAT_INT, W_DOUBLE_INT, W_LONG_INT, W_INT_INT, W_SHORT_INT, W_LONG_DOUBLE_INT;
+
+/* The loop is simple enough for the vectorizer (checked with -fopt-info-vec, see
+ * docs/design.md).  Callers never pass overlapping buffers, hence restrict: no run-time
+ * overlap test in front of the vector loop. */
+#define NC_KERNEL(OP, ELEM)                                                                  \
+    static void k_##OP##_##ELEM(const void *in, void *inout, size_t n, void *ctx)           \
+    {                                                                                        \
+        const T_##ELEM *restrict a = in;                                                     \
+        T_##ELEM *restrict b = inout;                                                        \
+        for (size_t i = 0; i < n; i++) b[i] = E_##OP(W_OF(ELEM), a[i], b[i]);                  \
     }
 
 /* Which types each op is defined on (MPI-4.0 section 6.9.2). */

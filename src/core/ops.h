@@ -37,6 +37,7 @@ typedef struct nc_reduction {
     void *ctx;          /* for user-defined operations */
     size_t elem_size;   /* bytes of one element as packed */
     int commutative;
+    const void *host;   /* the adapter's op and datatype, for steps through the host MPI */
 } nc_reduction;
 
 /* The kernel for a predefined op on an element type, or NULL where MPI does not define it. */

@@ -27,12 +27,7 @@ static _Atomic size_t mapped_bytes;
 
 size_t nc_segment_mapped_bytes(void) { return atomic_load(&mapped_bytes); }
 
-static size_t page_size(void)
-{
-    static size_t p;
-    if (!p) p = (size_t)sysconf(_SC_PAGESIZE);
-    return p;
-}
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -50,37 +45,50 @@ nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg, size_t move_byte
     return l;
 }
 
-static int map_fd(int fd, const nc_layout *l, void **base)
+static int map_fd(int fd, size_t total, void **base)
 {
-    void *p = mmap(NULL, l->total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return errno;
     *base = p;
-    atomic_fetch_add(&mapped_bytes, l->total);
+    atomic_fetch_add(&mapped_bytes, total);
     return 0;
 }
 
-int nc_segment_create(const nc_layout *l, char name[NC_SEGMENT_NAME_MAX], int *fd, void **base)
+static void unmap(void *base, size_t total)
+{
+    munmap(base, total);
+    atomic_fetch_sub(&mapped_bytes, total);
+}
+
+/* A new, uniquely named shared-memory object of `total` bytes, mapped.  The creator's pid in
+ * the name lets a later job remove it if this one is killed before the name is unlinked. */
+static int create_named(size_t total, char name[NC_SEGMENT_NAME_MAX], int *fd, void **base)
 {
     static _Atomic unsigned counter;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    /* The creator's pid in the name lets a later job remove it if this one is killed before
-     * the name is unlinked. */
     snprintf(name, NC_SEGMENT_NAME_MAX, "/" NC_NAME_PREFIX "%ld.%u.%lx", (long)getpid(),
              atomic_fetch_add(&counter, 1), (unsigned long)ts.tv_nsec);
     int f = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (f < 0) return errno;
-    int err = ftruncate(f, (off_t)l->total) ? errno : 0;
-    if (!err) err = map_fd(f, l, base);
+    int err = ftruncate(f, (off_t)total) ? errno : 0;
+    if (!err) err = map_fd(f, total, base);
     if (err) {
         shm_unlink(name);
         close(f);
         return err;
     }
+    *fd = f;
+    return 0;
+}
+
+int nc_segment_create(const nc_layout *l, char name[NC_SEGMENT_NAME_MAX], int *fd, void **base)
+{
+    int err = create_named(l->total, name, fd, base);
+    if (err) return err;
     nc_segment_header *h = *base;
     *h = (nc_segment_header){NC_SEGMENT_MAGIC, NC_SEGMENT_VERSION, (uint64_t)l->nranks,
                              (uint64_t)l->nseg, l->seg_size, l->total};
-    *fd = f;
     return 0;
 }
 
@@ -88,7 +96,7 @@ int nc_segment_attach(const char *name, const nc_layout *l, int *fd, void **base
 {
     int f = shm_open(name, O_RDWR, 0600);
     if (f < 0) return errno;
-    int err = map_fd(f, l, base);
+    int err = map_fd(f, l->total, base);
     if (err) {
         close(f);
         return err;
@@ -120,9 +128,58 @@ void nc_segment_unlink(const char *name) { shm_unlink(name); }
 
 void nc_segment_unmap(void *base, const nc_layout *l)
 {
-    if (!base) return;
-    munmap(base, l->total);
-    atomic_fetch_sub(&mapped_bytes, l->total);
+    if (base) unmap(base, l->total);
+}
+
+/* ---- regions: header page + data ------------------------------------------------------ */
+
+#define NC_REGION_MAGIC 0x6e6f64657368726dULL /* "nodeshrm" */
+
+typedef struct nc_region_header {
+    uint64_t magic, version, total;
+} nc_region_header;
+
+size_t nc_region_header_bytes(void) { return round_up(sizeof(nc_region_header), page_size()); }
+
+size_t nc_region_total(size_t bytes) { return nc_region_header_bytes() + round_up(bytes ? bytes : 1, page_size()); }
+
+int nc_region_create(size_t bytes, char name[NC_SEGMENT_NAME_MAX], void **base)
+{
+    size_t total = nc_region_total(bytes);
+    int fd;
+    int err = create_named(total, name, &fd, base);
+    if (err) return err;
+    err = posix_fallocate(fd, 0, (off_t)total);
+    close(fd);
+    if (err) {
+        unmap(*base, total);
+        shm_unlink(name);
+        return err;
+    }
+    nc_region_header *h = *base;
+    *h = (nc_region_header){NC_REGION_MAGIC, NC_SEGMENT_VERSION, total};
+    return 0;
+}
+
+int nc_region_attach(const char *name, size_t bytes, void **base)
+{
+    size_t total = nc_region_total(bytes);
+    int fd = shm_open(name, O_RDWR, 0600);
+    if (fd < 0) return errno;
+    int err = map_fd(fd, total, base);
+    close(fd);
+    if (err) return err;
+    const nc_region_header *h = *base;
+    if (h->magic != NC_REGION_MAGIC || h->version != NC_SEGMENT_VERSION || h->total != total) {
+        unmap(*base, total);
+        return EPROTO;
+    }
+    return 0;
+}
+
+void nc_region_unmap(void *base, size_t bytes)
+{
+    if (base) unmap(base, nc_region_total(bytes));
 }
 
 void nc_segment_sweep_stale(void)

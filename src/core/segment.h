@@ -20,8 +20,18 @@
 
 #define NC_SEGMENT_NAME_MAX 64
 /* Small messages travel inside flags: a few of them so a slot is reused only every few calls. */
-#define NC_INLINE_SLOTS 8
+#define NC_INLINE_SLOTS 64
 #define NC_INLINE_MAX (sizeof(((nc_flag *)0)->data))
+
+/* Node-shared results (src/coll/shared.c): the flags of one handle live in every rank's
+ * control page, so the handle's own region holds nothing but the result (its size does not
+ * grow with the ranks of the node).  A communicator has NC_SHARED_SLOTS such sets. */
+#define NC_SHARED_SLOTS 16
+typedef struct nc_shared_flags {
+    nc_flag state; /* 2k: arrived at call k (result k-1 released); 2k+1: released result k */
+    nc_flag ready; /* k: result k is complete (posted by its writer or the node leader) */
+    nc_flag chain; /* Allreduce: progress of this rank's fold through the result */
+} nc_shared_flags;
 
 typedef struct nc_rank_ctl {
     nc_flag fanin;  /* fan-in signals: the sync sequence this rank has reached */
@@ -35,6 +45,7 @@ typedef struct nc_rank_ctl {
     nc_flag inline_frags[NC_INLINE_SLOTS]; /* fragments small enough to ride in the flag */
     nc_flag move_pub;  /* data-movement round published (aux: buffer, flags, bytes; see coll/move.h) */
     nc_flag move_done; /* data-movement round whose reads this rank has finished */
+    nc_shared_flags shared[NC_SHARED_SLOTS]; /* one set per live node-shared handle */
 } nc_rank_ctl;
 
 typedef struct nc_layout {
@@ -77,7 +88,17 @@ static inline char *nc_segment_move_area(void *base, const nc_layout *l, int ran
     return (char *)nc_segment_ctl(base, l, rank) + l->ctl_bytes + (size_t)l->nseg * l->seg_size;
 }
 
-/* Bytes of shared memory this process has mapped for segments (for NODECOLL_SHM_CAP). */
+/* Bytes of shared memory this process has mapped for segments and regions (for NODECOLL_SHM_CAP). */
 size_t nc_segment_mapped_bytes(void);
+
+/* A region: one page of header, then `bytes` of data shared by the ranks of a node (a
+ * node-shared result).  Same naming, stale sweep and accounting as segments.  The creator
+ * reserves the whole region (fallocate), so a full /dev/shm fails here, not with SIGBUS. */
+size_t nc_region_header_bytes(void);
+size_t nc_region_total(size_t bytes);
+int nc_region_create(size_t bytes, char name[NC_SEGMENT_NAME_MAX], void **base);
+int nc_region_attach(const char *name, size_t bytes, void **base);
+void nc_region_unmap(void *base, size_t bytes);
+static inline char *nc_region_data(void *base) { return (char *)base + nc_region_header_bytes(); }
 
 #endif

@@ -28,6 +28,7 @@ typedef struct nc_wait_policy {
     int spin;     /* polls before the first yield */
     int yields;   /* yields before sleeping; 0 = never sleep */
     int sleep_us; /* sleep between polls after that */
+    int spinners; /* threads of the process that may spin at once (its share of the cores) */
 } nc_wait_policy;
 
 static inline void nc_cpu_relax(void)

@@ -1,5 +1,6 @@
 #include "state.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,10 +20,42 @@ static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_comm *live;
 
-/* Written at setup so peers can prove they may read our memory. */
-static volatile uint64_t probe_word;
+/* Written once, then read by peers at setup to prove they may read our memory. */
+static uint64_t probe_word;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static void set_probe_word(void) { probe_word = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL; }
+
+/* Under MPI_THREAD_MULTIPLE both host MPIs take a process-wide lock in attribute lookups.
+ * Each thread therefore remembers the states it used last; freeing any communicator that
+ * has a state bumps the generation, which forgets every remembered entry, so a handle
+ * reused by a new communicator can never find an old state. */
+static _Atomic uint64_t state_generation;
+typedef struct remembered_state {
+    MPI_Comm comm;
+    nc_mpi_comm *state;
+    uint64_t generation;
+} remembered_state;
+#define NC_REMEMBERED_STATES 8
+static _Thread_local remembered_state remembered[NC_REMEMBERED_STATES];
+static _Thread_local unsigned remembered_next;
+
+static nc_mpi_comm *recall_state(MPI_Comm comm)
+{
+    uint64_t now = atomic_load_explicit(&state_generation, memory_order_acquire);
+    for (int i = 0; i < NC_REMEMBERED_STATES; i++)
+        if (remembered[i].comm == comm && remembered[i].generation == now && remembered[i].state)
+            return remembered[i].state;
+    return NULL;
+}
+
+static void remember_state(MPI_Comm comm, nc_mpi_comm *s)
+{
+    uint64_t now = atomic_load_explicit(&state_generation, memory_order_acquire);
+    remembered[remembered_next++ % NC_REMEMBERED_STATES] = (remembered_state){comm, s, now};
+}
 
 static void destroy(nc_mpi_comm *s);
+static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_alg_id *why);
 
 static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
 {
@@ -99,9 +132,140 @@ static int bridge_exchange(void *ctx, const nc_xfer *sends, int nsends, const nc
     if (!req) nc_fatal("out of memory for %d bridge requests", total);
     int err = post_pieces(recvs, nrecvs, 0, comm, req, &nreq);
     if (err == MPI_SUCCESS) err = post_pieces(sends, nsends, 1, comm, req, &nreq);
-    int wait_err = PMPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < nreq; i++) { /* (MPICH's MPI_STATUSES_IGNORE upsets GCC's bounds checks) */
+        int e = PMPI_Wait(&req[i], MPI_STATUS_IGNORE);
+        if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
+    }
     free(req);
-    return err != MPI_SUCCESS ? err : wait_err;
+    return err;
+}
+
+/* A node's blocks as one datatype over the buffer (pieces under 1 GiB: MPI counts are ints). */
+static MPI_Datatype node_blocks_type(const nc_block *blocks, const int *node_of, int nranks, int node)
+{
+    const size_t piece = (size_t)1 << 30;
+    int n = 0;
+    for (int r = 0; r < nranks; r++)
+        if (node_of[r] == node) n += (int)((blocks[r].bytes + piece - 1) / piece);
+    int *lengths = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    MPI_Aint *displs = malloc(sizeof(MPI_Aint) * (size_t)(n ? n : 1));
+    if (!lengths || !displs) nc_fatal("out of memory for a bridge datatype");
+    int i = 0;
+    for (int r = 0; r < nranks; r++)
+        for (size_t off = 0; node_of[r] == node && off < blocks[r].bytes; off += piece, i++) {
+            lengths[i] = (int)(blocks[r].bytes - off < piece ? blocks[r].bytes - off : piece);
+            displs[i] = (MPI_Aint)(blocks[r].offset + off);
+        }
+    MPI_Datatype type;
+    PMPI_Type_create_hindexed(n, lengths, displs, MPI_BYTE, &type);
+    PMPI_Type_commit(&type);
+    free(lengths);
+    free(displs);
+    return type;
+}
+
+/* Where each node's blocks form one run in rank order (blocked placement), the leaders run
+ * the host's Allgatherv in place; otherwise each sends its node's blocks to every other
+ * leader as one indexed datatype (any placement, any layout). */
+static int bridge_allgather_blocks(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks)
+{
+    MPI_Comm bridge = *(MPI_Comm *)ctx;
+    int nodes, me, err = MPI_SUCCESS;
+    PMPI_Comm_size(bridge, &nodes);
+    PMPI_Comm_rank(bridge, &me);
+    size_t *start = calloc((size_t)nodes, sizeof *start), *end = calloc((size_t)nodes, sizeof *end);
+    int *counts = malloc(sizeof(int) * (size_t)nodes), *displs = malloc(sizeof(int) * (size_t)nodes);
+    unsigned char *seen = calloc((size_t)nodes, 1);
+    if (!start || !end || !counts || !displs || !seen) nc_fatal("out of memory for bridge tables");
+    int runs = 1;
+    for (int r = 0; r < nranks; r++) {
+        int j = node_of[r];
+        if (!seen[j]) start[j] = end[j] = blocks[r].offset;
+        runs &= blocks[r].offset == end[j];
+        end[j] = blocks[r].offset + blocks[r].bytes;
+        seen[j] = 1;
+    }
+    for (int j = 0; j < nodes; j++) {
+        runs &= end[j] <= INT_MAX;
+        counts[j] = (int)(end[j] - start[j]);
+        displs[j] = (int)start[j];
+    }
+    if (runs) {
+        err = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, counts, displs, MPI_BYTE, bridge);
+    } else {
+        MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)nodes);
+        MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)nodes);
+        if (!reqs || !types) nc_fatal("out of memory for bridge requests");
+        int nreq = 0;
+        for (int j = 0; j < nodes; j++) types[j] = node_blocks_type(blocks, node_of, nranks, j);
+        for (int j = 0; j < nodes; j++)
+            if (j != me) PMPI_Irecv(buf, 1, types[j], j, 0, bridge, &reqs[nreq++]);
+        for (int j = 0; j < nodes; j++)
+            if (j != me) PMPI_Isend(buf, 1, types[me], j, 0, bridge, &reqs[nreq++]);
+        for (int i = 0; i < nreq; i++) { /* (MPICH's MPI_STATUSES_IGNORE upsets GCC's bounds checks) */
+            int e = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+            if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
+        }
+        for (int j = 0; j < nodes; j++) PMPI_Type_free(&types[j]);
+        free(reqs);
+        free(types);
+    }
+    free(seen);
+    free(start);
+    free(end);
+    free(counts);
+    free(displs);
+    return err;
+}
+
+#define NC_BRIDGE_EXSCAN (-2) /* `root` of bridge_reduce_any meaning Exscan */
+
+/* Reductions through the host MPI in pieces of at most INT_MAX elements.  Allreduce works
+ * in place; Reduce and Exscan get separate buffers (MPICH 4.0.2 dereferences MPI_IN_PLACE in some of
+ * its Reduce algorithms). */
+static int bridge_reduce_any(MPI_Comm comm, const void *send, void *recv, size_t count, const nc_reduction *r,
+                             int root)
+{
+    const nc_host_op *h = r->host;
+    const size_t piece = INT_MAX;
+    for (size_t first = 0; first < count; first += piece) {
+        int n = (int)(count - first < piece ? count - first : piece);
+        size_t off = first * r->elem_size;
+        char *out = recv ? (char *)recv + off : NULL;
+        const char *in = send ? (const char *)send + off : NULL;
+        int err = root == NC_BRIDGE_EXSCAN ? PMPI_Exscan(in, out, n, h->type, h->op, comm)
+                  : root < 0               ? PMPI_Allreduce(MPI_IN_PLACE, out, n, h->type, h->op, comm)
+                                           : PMPI_Reduce(in, out, n, h->type, h->op, root, comm);
+        if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
+static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reduction *r)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, NULL, buf, count, r, -1);
+}
+
+static int bridge_reduce(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, root);
+}
+
+static int bridge_exscan(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r)
+{
+    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, NC_BRIDGE_EXSCAN);
+}
+
+/* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
+static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t bytes)
+{
+    return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)comm_ctx);
+}
+
+static nc_bridge make_bridge(MPI_Comm *bridge_comm, MPI_Comm *whole_comm, int size, int rank)
+{
+    return (nc_bridge){bridge_comm, size, rank, bridge_barrier, bridge_bcast, bridge_allreduce, bridge_reduce,
+                       bridge_exscan, whole_comm, comm_allgather, bridge_allgather_blocks, bridge_exchange};
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
@@ -171,8 +335,7 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
     for (int k = 0; k < shared[1]; k++) c->node_start[k + 1] += c->node_start[k];
     for (int r = 0; r < c->size; r++)
         c->node_members[c->node_start[c->node_of[r]] + c->node_rank_of[r]] = r;
-    c->bridge = (nc_bridge){&s->bridge_comm, shared[1], leader ? mine[0] : -1, bridge_barrier, bridge_bcast,
-                            bridge_exchange};
+    c->bridge = make_bridge(&s->bridge_comm, &s->comm, shared[1], leader ? mine[0] : -1);
     return MPI_SUCCESS;
 }
 
@@ -221,7 +384,7 @@ static int map_private_node(nc_mpi_comm *s)
 /* Maps the node's segment: the leader creates it, everyone reserves and first-touches its
  * own part, and the name is unlinked as soon as all have mapped it, so no exit path (even
  * SIGKILL) can leave it behind.  Returns 1 if the whole node succeeded. */
-static int map_segment(nc_mpi_comm *s, int oversubscribed)
+static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
 {
     nc_comm *c = &s->coll;
     nc_node *n = &c->node;
@@ -244,7 +407,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
     if (fd >= 0) close(fd);
     if (ok) {
         nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-        probe_word = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL;
+        pthread_once(&probe_once, set_probe_word);
         atomic_store(&me->info.aux[0], (uint64_t)getpid());
         atomic_store(&me->info.aux[1], (uint64_t)(uintptr_t)&probe_word);
         atomic_store(&me->info.aux[2], probe_word);
@@ -254,6 +417,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed)
     if (!ok) return 0;
 
     alloc_node_state(c, oversubscribed);
+    n->wait.spinners = cores_per_rank;
     int cma_ok = 0;
     if (c->cfg.cma != NC_CMA_OFF) {
         nc_cma_allow_readers();
@@ -283,7 +447,8 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     split_node(s, comm, &physical_size);
     build_bridge_and_tables(s, comm);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores);
+    int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
+    int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores, cores_per_rank);
     /* One node without shared memory would leave the others waiting in a different
      * algorithm: the whole communicator falls back together. */
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
@@ -305,6 +470,11 @@ static void release_resources(nc_mpi_comm *s)
     free(n->slot_use);
     free(n->cons_seen);
     free(n->move_readers);
+    for (int i = 0; i < 2; i++) {
+        free(n->scratch[i]);
+        n->scratch[i] = NULL;
+        n->scratch_bytes[i] = 0;
+    }
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     free(s->coll.node_members);
@@ -338,6 +508,7 @@ static nc_mpi_comm *create(MPI_Comm comm)
 
 static void destroy(nc_mpi_comm *s)
 {
+    atomic_fetch_add_explicit(&state_generation, 1, memory_order_acq_rel);
     pthread_mutex_lock(&live_lock);
     if (s->prev) s->prev->next = s->next;
     else live = s->next;
@@ -349,14 +520,35 @@ static void destroy(nc_mpi_comm *s)
 
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
 {
+    nc_alg_id why;
+    nc_mpi_comm *s = nc_mpi_lookup(comm, &why);
+    if (!s) nc_mpi_fallback(coll, why);
+    return s;
+}
+
+nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)
+{
     if (!nc_config_get()->enable) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_DISABLED);
+        *why = NC_ALG_PMPI_DISABLED;
         return NULL;
     }
     if (comm == MPI_COMM_NULL) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
+        *why = NC_ALG_PMPI_ARGS;
         return NULL;
     }
+    nc_mpi_comm *s = recall_state(comm);
+    if (!s) s = lookup_state(comm, why);
+    if (!s) return NULL;
+    if (s->fallback != NC_ALG_COUNT) {
+        *why = s->fallback;
+        return NULL;
+    }
+    return s;
+}
+
+/* The attribute (created on first use), or NULL after MPI_Finalize. */
+static nc_mpi_comm *lookup_state(MPI_Comm comm, nc_alg_id *why)
+{
     pthread_once(&keyval_once, create_keyval);
     void *value = NULL;
     int found = 0, finalized = 0;
@@ -365,16 +557,37 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
     if (!found) {
         PMPI_Finalized(&finalized);
         if (finalized || comm_keyval == MPI_KEYVAL_INVALID) {
-            nc_mpi_fallback(coll, NC_ALG_PMPI_FINALIZED);
+            *why = NC_ALG_PMPI_FINALIZED;
             return NULL;
         }
         s = create(comm);
     }
-    if (s->fallback != NC_ALG_COUNT) {
-        nc_mpi_fallback(coll, s->fallback);
-        return NULL;
-    }
+    remember_state(comm, s);
     return s;
+}
+
+void nc_mpi_solo_comm(MPI_Comm comm, nc_comm *c, MPI_Comm *bridge_comm)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = *nc_config_get();
+    PMPI_Comm_size(comm, &c->size);
+    PMPI_Comm_rank(comm, &c->rank);
+    c->node.size = 1;
+    c->node_of = malloc(sizeof(int) * (size_t)c->size);
+    c->node_rank_of = calloc((size_t)c->size, sizeof(int));
+    if (!c->node_of || !c->node_rank_of) nc_fatal("out of memory for rank tables");
+    for (int r = 0; r < c->size; r++) c->node_of[r] = r;
+    PMPI_Comm_dup(comm, bridge_comm);
+    PMPI_Comm_set_errhandler(*bridge_comm, MPI_ERRORS_RETURN);
+    c->bridge = make_bridge(bridge_comm, bridge_comm, c->size, c->rank);
+}
+
+void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm)
+{
+    free(c->node_of);
+    free(c->node_rank_of);
+    c->node_of = c->node_rank_of = NULL;
+    if (*bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(bridge_comm);
 }
 
 void nc_mpi_release_all(void)

@@ -16,9 +16,42 @@ typedef struct nc_mpi_comm {
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
 
+/* What nc_reduction.host points to: the call's own op and datatype, for inter-node steps
+ * through the host MPI (user-defined ops included). */
+typedef struct nc_host_op {
+    MPI_Op op;
+    MPI_Datatype type;
+} nc_host_op;
+
 /* The accelerated state of comm, or NULL when this call must go to the host MPI (the reason
  * is counted for `coll`).  Collective on first use. */
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
+/* The same without counting: NULL and the reason in *why. */
+nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why);
+
+/* "Every rank is a node of its own": an nc_comm over a duplicate of comm whose bridge is the
+ * whole communicator, for node-shared handles on a communicator nodecoll does not accelerate
+ * (each rank then has a copy of its own, moved by the host MPI).  Collective. */
+void nc_mpi_solo_comm(MPI_Comm comm, nc_comm *c, MPI_Comm *bridge_comm);
+void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm);
+
+/* Everything one reduction call needs, filled on the caller's stack by
+ * nc_mpi_describe_reduction or nc_mpi_host_reduction (red points into it). */
+typedef struct nc_user_call {
+    MPI_User_function *fn;
+    MPI_Datatype type;
+} nc_user_call;
+typedef struct nc_mpi_reduction {
+    nc_reduction red;
+    nc_host_op host;
+    nc_user_call user;
+} nc_mpi_reduction;
+/* 0 when nodecoll reduces op on type itself (kernels, or the user's function on a predefined
+ * type); 1 when only the host MPI can. */
+int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op);
+/* Any op on any datatype whose elements are `extent` bytes apart, through the host's
+ * MPI_Reduce_local (slower: for what nc_mpi_describe_reduction declines). */
+void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent, int commutative);
 
 /* Counts a fallback for a call whose arguments we leave to the host MPI to judge. */
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason);

@@ -2,8 +2,14 @@
  * Alltoall(v,w).  Each turns its arguments into byte blocks (nc_vec) and runs the algorithm
  * of src/coll, or hands the call unchanged to the host MPI: when the selection table says
  * so (the same on every rank), or when this rank's arguments are invalid (the host then
- * reports its own error class). */
+ * reports its own error class).
+ *
+ * Datatypes: predefined types whose elements lie back to back are used in place.  Any other
+ * committed type is packed into a staging copy (counted "packed"), never sent to the host
+ * alone: MPI lets one rank describe its data with a derived type while its peers use a
+ * predefined one, and a per-rank choice of path would leave the peers waiting in ours. */
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,112 +20,118 @@
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
-/* A vector argument as byte blocks.  Dense types are used in place; any other committed
- * type is packed block by block into a compact staging copy (and unpacked afterwards). */
+/* One vector argument as MPI describes it, and its byte form for the algorithms. */
 typedef struct move_vec {
-    nc_vec v;
-    size_t *lens_offs; /* byte form: lens then offs, when staged or per-block types */
     char *user;
-    const int *counts, *displs;
-    int count, n, staged;
+    const int *counts, *displs;  /* NULL counts: `count` each; NULL displs: blocks back to back */
+    int count, n;
     MPI_Datatype type;
-    const MPI_Datatype *types; /* Alltoallw: one per block, displacements in bytes */
+    const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
+    nc_vec v;
+    size_t *table;               /* lens[n] then offs[n] */
+    char *staging;               /* packed copy when some block's type is not dense */
 } move_vec;
 
 static int count_of(const move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
 static MPI_Datatype type_of(const move_vec *m, int i) { return m->types ? m->types[i] : m->type; }
 
-/* Where block i starts in the user buffer. */
-static char *user_block(const move_vec *m, int i)
+/* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
+static int64_t user_offset(const move_vec *m, int i, MPI_Aint extent)
 {
-    if (m->types) return m->user + m->displs[i];
-    MPI_Aint lb, extent;
-    PMPI_Type_get_extent(m->type, &lb, &extent);
-    return m->user + (m->displs ? (MPI_Aint)m->displs[i] : (MPI_Aint)i * m->count) * extent;
+    if (m->types) return m->displs[i];
+    return (m->displs ? (int64_t)m->displs[i] : (int64_t)i * m->count) * (int64_t)extent;
 }
 
-/* Validates every block; 0 if usable, with each block's size and whether all are dense. */
-static int check_blocks(move_vec *m, int *all_dense, size_t *total)
+static void pack_blocks(move_vec *m, MPI_Comm comm, int unpack)
 {
-    *all_dense = 1;
-    *total = 0;
     for (int i = 0; i < m->n; i++) {
-        int size, dense, count = count_of(m, i);
-        if (count < 0 || (m->displs && m->displs[i] < 0)) return 1;
-        if (nc_datatype_describe(type_of(m, i), &size, &dense)) return 1;
-        if (!m->types && i > 0) { /* one type: the rest of the blocks look the same */
-            for (; i < m->n; i++) {
-                if (count_of(m, i) < 0 || (m->displs && m->displs[i] < 0)) return 1;
-                *total += (size_t)count_of(m, i) * (size_t)size;
-            }
-            break;
+        size_t len = m->v.lens[i];
+        if (!len) continue;
+        if (len > INT_MAX) nc_fatal("a block of %zu bytes of a derived datatype is beyond MPI_Pack's int", len);
+        MPI_Aint lb, extent;
+        PMPI_Type_get_extent(type_of(m, i), &lb, &extent);
+        char *user = m->user + user_offset(m, i, extent), *packed = m->v.base + m->v.offs[i];
+        int position = 0, err = unpack ? PMPI_Unpack(packed, (int)len, &position, user, count_of(m, i), type_of(m, i), comm)
+                                       : PMPI_Pack(user, count_of(m, i), type_of(m, i), packed, (int)len, &position, comm);
+        if (err != MPI_SUCCESS) nc_fatal("MPI_%s of a committed datatype failed (error %d)", unpack ? "Unpack" : "Pack", err);
+    }
+}
+
+/* Fills lens and signed offsets; 1 if a count or type is invalid.  *dense: every non-empty
+ * block can be read in place. */
+static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
+{
+    size_t *lens = m->table;
+    int size = 0, type_dense = 1;
+    MPI_Aint lb, extent = 0;
+    *dense = 1;
+    for (int i = 0; i < m->n; i++) {
+        if (count_of(m, i) < 0) return 1;
+        if (i == 0 || m->types) {
+            if (nc_datatype_describe(type_of(m, i), &size, &type_dense)) return 1;
+            PMPI_Type_get_extent(type_of(m, i), &lb, &extent);
         }
-        *all_dense &= dense;
-        *total += (size_t)count * (size_t)size;
+        lens[i] = (size_t)count_of(m, i) * (size_t)size;
+        offs[i] = user_offset(m, i, extent);
+        if (lens[i]) *dense &= type_dense;
     }
     return 0;
 }
 
-static void pack_block(move_vec *m, int i, int unpack, MPI_Comm comm)
-{
-    size_t len = m->v.lens[i];
-    if (!len) return;
-    if (len > INT_MAX) nc_fatal("a block of %zu bytes of a derived datatype is beyond MPI_Pack's int", len);
-    int position = 0, err;
-    char *packed = m->v.base + m->v.offs[i];
-    if (unpack) err = PMPI_Unpack(packed, (int)len, &position, user_block(m, i), count_of(m, i), type_of(m, i), comm);
-    else err = PMPI_Pack(user_block(m, i), count_of(m, i), type_of(m, i), packed, (int)len, &position, comm);
-    if (err != MPI_SUCCESS) nc_fatal("MPI_%s of a committed datatype failed (error %d)", unpack ? "Unpack" : "Pack", err);
-}
-
-/* 0 on success, 1: invalid arguments (leave the call to the host MPI).  `fill`: pack now. */
+/* 0 on success, 1: invalid arguments (leave the call to the host MPI).  `fill`: the data
+ * is input (pack it now when staged). */
 static int vec_open(move_vec *m, MPI_Comm comm, int fill)
 {
-    int all_dense;
-    size_t total;
-    if (check_blocks(m, &all_dense, &total)) return 1;
-    if (total && !m->user) return 1;
-    if (all_dense && !m->types) {
-        int size, dense;
-        nc_datatype_describe(m->type, &size, &dense);
-        m->v = (nc_vec){m->user, m->counts, m->displs, m->count, (size_t)size, (size_t)size, NULL, NULL};
-        return 0;
+    size_t n = (size_t)(m->n > 0 ? m->n : 1);
+    int64_t *signed_offs = malloc(sizeof(int64_t) * n);
+    if (!(m->table = malloc(sizeof(size_t) * 2 * n)) || !signed_offs) nc_fatal("out of memory for %d block descriptions", m->n);
+    int dense;
+    if (describe_blocks(m, signed_offs, &dense)) {
+        free(signed_offs);
+        return 1;
     }
-    if (!(m->lens_offs = malloc(sizeof(size_t) * 2 * (size_t)(m->n ? m->n : 1))))
-        nc_fatal("out of memory for %d block descriptions", m->n);
-    size_t *lens = m->lens_offs, *offs = m->lens_offs + m->n, at = 0;
+    size_t *lens = m->table, *offs = m->table + n, total = 0;
+    int64_t lowest = INT64_MAX;
     for (int i = 0; i < m->n; i++) {
-        int size, dense;
-        nc_datatype_describe(type_of(m, i), &size, &dense);
-        lens[i] = (size_t)count_of(m, i) * (size_t)size;
-        offs[i] = all_dense ? (size_t)m->displs[i] : at; /* all_dense here: Alltoallw in place */
-        at += lens[i];
+        total += lens[i];
+        if (lens[i] && signed_offs[i] < lowest) lowest = signed_offs[i];
     }
-    m->v = (nc_vec){.base = m->user, .lens = lens, .offs = offs};
-    if (all_dense) return 0;
-    m->staged = 1;
-    if (!(m->v.base = malloc(at ? at : 1))) nc_fatal("cannot allocate %zu bytes to pack derived datatypes", at);
-    if (fill)
-        for (int i = 0; i < m->n; i++) pack_block(m, i, 0, comm);
+    if (total && !m->user) {
+        free(signed_offs);
+        return 1;
+    }
+    if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
+        if (!total) lowest = 0;
+        for (int i = 0; i < m->n; i++) offs[i] = lens[i] ? (size_t)(signed_offs[i] - lowest) : 0;
+        m->v = (nc_vec){m->user + lowest, lens, offs};
+    } else {
+        size_t at = 0;
+        for (int i = 0; i < m->n; i++, at += lens[i - 1]) offs[i] = at;
+        if (!(m->staging = malloc(total ? total : 1))) nc_fatal("cannot allocate %zu bytes to pack derived datatypes", total);
+        m->v = (nc_vec){m->staging, lens, offs};
+        if (fill) pack_blocks(m, comm, 0);
+    }
+    free(signed_offs);
     return 0;
 }
 
 static void vec_close(move_vec *m, MPI_Comm comm, int drain)
 {
-    if (m->staged) {
-        if (drain)
-            for (int i = 0; i < m->n; i++) pack_block(m, i, 1, comm);
-        free(m->v.base);
+    if (m->staging) {
+        if (drain) pack_blocks(m, comm, 1);
+        free(m->staging);
     }
-    free(m->lens_offs);
+    free(m->table);
+    m->table = NULL;
+    m->staging = NULL;
 }
 
-static move_vec vec_of(void *buf, const int *counts, const int *displs, int count, MPI_Datatype type, int n)
+static move_vec vec_of(const void *buf, const int *counts, const int *displs, int count, MPI_Datatype type, int n)
 {
-    return (move_vec){.user = buf, .counts = counts, .displs = displs, .count = count, .n = n, .type = type};
+    return (move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .count = count, .n = n, .type = type};
 }
 
-/* The state when the table accelerates `coll` on comm, else NULL (counted). */
+/* The state when the table accelerates `coll` on comm, else NULL (the reason counted). */
 static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll)
 {
     nc_mpi_comm *s = nc_mpi_state(comm, coll);
@@ -132,54 +144,179 @@ static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll)
     return s;
 }
 
+static int args_fallback(nc_coll_id coll)
+{
+    nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
+    return -1;
+}
+
 static void count_packed(nc_coll_id coll, int staged, size_t bytes)
 {
     if (staged) nc_stats_count(coll, NC_ALG_PACKED, bytes);
 }
 
-/* ---- Gather, Gatherv -------------------------------------------------------------------- */
+static int comm_size(MPI_Comm comm)
+{
+    int size = 0;
+    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
+    return size;
+}
 
-static int gather_common(nc_coll_id coll, const void *sendbuf, int scount, MPI_Datatype stype, move_vec *recv,
-                         int root, MPI_Comm comm)
+/* ---- Gather(v), Scatter(v) -------------------------------------------------------------
+ * `one` is the single buffer of every rank (send of Gather, receive of Scatter), `all` the
+ * root's vector.  -1: the host MPI runs the call. */
+
+static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int one_count, MPI_Datatype one_type,
+                         move_vec *all, int root, MPI_Comm comm)
 {
     nc_mpi_comm *s = accelerated(comm, coll);
     if (!s) return -1;
-    int is_root = s->coll.rank == root, in_place = sendbuf == MPI_IN_PLACE;
-    nc_buffer sb = {0};
-    if (root < 0 || root >= s->coll.size || (in_place && !is_root) ||
-        (!in_place && nc_buffer_open(&sb, (void *)sendbuf, scount, stype, comm, 1))) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
-        return -1;
+    int is_root = s->coll.rank == root, in_place = one_buf == MPI_IN_PLACE;
+    nc_buffer b = {0};
+    if (root < 0 || root >= s->coll.size || (in_place && !is_root)) return args_fallback(coll);
+    if (!in_place && nc_buffer_open(&b, (void *)one_buf, one_count, one_type, comm, !scatter)) return args_fallback(coll);
+    if (is_root && vec_open(all, comm, scatter)) {
+        nc_buffer_close(&b, comm, 0);
+        vec_close(all, comm, 0);
+        return args_fallback(coll);
     }
-    if (is_root && vec_open(recv, comm, in_place)) {
-        nc_buffer_close(&sb, comm, 0);
-        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
-        return -1;
-    }
-    count_packed(coll, sb.staging || recv->staged, sb.bytes);
-    int err = nc_gatherv(&s->coll, coll, in_place ? NULL : sb.bytes_at, sb.bytes, is_root ? &recv->v : NULL, root);
-    if (is_root) vec_close(recv, comm, 1);
-    nc_buffer_close(&sb, comm, 0);
-    return nc_mpi_raise(comm, err);
+    count_packed(coll, b.staging || all->staging, b.bytes);
+    const nc_vec *v = is_root ? &all->v : NULL;
+    void *one = in_place ? NULL : b.bytes_at;
+    int err = scatter ? nc_scatterv(&s->coll, coll, v, one, b.bytes, root)
+                      : nc_gatherv(&s->coll, coll, one, b.bytes, v, root);
+    if (is_root) vec_close(all, comm, !scatter);
+    int close_err = nc_buffer_close(&b, comm, scatter);
+    return nc_mpi_raise(comm, err != MPI_SUCCESS ? err : close_err);
 }
 
 NC_EXPORT int MPI_Gather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
                          MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    int size = 0;
-    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-    move_vec rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, size);
-    int err = gather_common(NC_COLL_GATHER, sendbuf, scount, stype, &rv, root, comm);
+    move_vec rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, comm_size(comm));
+    int err = rooted_common(NC_COLL_GATHER, 0, sendbuf, scount, stype, &rv, root, comm);
     return err >= 0 ? err : PMPI_Gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm);
 }
 
 NC_EXPORT int MPI_Gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
                           const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    int size = 0;
-    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-    move_vec rv = vec_of(recvbuf, rcounts, displs, 0, rtype, size);
-    if (!rcounts || !displs) rv.n = 0; /* checked at the root below */
-    int err = (rcounts && displs) || 1 ? gather_common(NC_COLL_GATHERV, sendbuf, scount, stype, &rv, root, comm) : -1;
+    move_vec rv = vec_of(recvbuf, rcounts, displs, 0, rtype, comm_size(comm));
+    int err = -1;
+    if (rcounts && displs) err = rooted_common(NC_COLL_GATHERV, 0, sendbuf, scount, stype, &rv, root, comm);
+    else nc_mpi_fallback(NC_COLL_GATHERV, NC_ALG_PMPI_ARGS);
     return err >= 0 ? err : PMPI_Gatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, root, comm);
+}
+
+NC_EXPORT int MPI_Scatter(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
+                          MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    move_vec sv = vec_of(sendbuf, NULL, NULL, scount, stype, comm_size(comm));
+    int err = rooted_common(NC_COLL_SCATTER, 1, recvbuf, rcount, rtype, &sv, root, comm);
+    return err >= 0 ? err : PMPI_Scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm);
+}
+
+NC_EXPORT int MPI_Scatterv(const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                           void *recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    move_vec sv = vec_of(sendbuf, scounts, displs, 0, stype, comm_size(comm));
+    int err = -1;
+    if (scounts && displs) err = rooted_common(NC_COLL_SCATTERV, 1, recvbuf, rcount, rtype, &sv, root, comm);
+    else nc_mpi_fallback(NC_COLL_SCATTERV, NC_ALG_PMPI_ARGS);
+    return err >= 0 ? err : PMPI_Scatterv(sendbuf, scounts, displs, stype, recvbuf, rcount, rtype, root, comm);
+}
+
+/* ---- Allgather(v) ------------------------------------------------------------------------ */
+
+static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MPI_Datatype stype, move_vec *recv,
+                            MPI_Comm comm)
+{
+    nc_mpi_comm *s = accelerated(comm, coll);
+    if (!s) return -1;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    nc_buffer b = {0};
+    if (!in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1)) return args_fallback(coll);
+    /* In place, my own block is input: pack it too (the whole vector, when staged). */
+    if (vec_open(recv, comm, in_place)) {
+        nc_buffer_close(&b, comm, 0);
+        vec_close(recv, comm, 0);
+        return args_fallback(coll);
+    }
+    count_packed(coll, b.staging || recv->staging, b.bytes);
+    int err = nc_allgatherv(&s->coll, coll, in_place ? NULL : b.bytes_at, b.bytes, &recv->v);
+    vec_close(recv, comm, 1);
+    nc_buffer_close(&b, comm, 0);
+    return nc_mpi_raise(comm, err);
+}
+
+NC_EXPORT int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
+                            MPI_Datatype rtype, MPI_Comm comm)
+{
+    move_vec rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, comm_size(comm));
+    int err = allgather_common(NC_COLL_ALLGATHER, sendbuf, scount, stype, &rv, comm);
+    return err >= 0 ? err : PMPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+}
+
+NC_EXPORT int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
+                             const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    move_vec rv = vec_of(recvbuf, rcounts, displs, 0, rtype, comm_size(comm));
+    int err = -1;
+    if (rcounts && displs) err = allgather_common(NC_COLL_ALLGATHERV, sendbuf, scount, stype, &rv, comm);
+    else nc_mpi_fallback(NC_COLL_ALLGATHERV, NC_ALG_PMPI_ARGS);
+    return err >= 0 ? err : PMPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
+}
+
+/* ---- Alltoall(v,w) ------------------------------------------------------------------------ */
+
+static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_Comm comm)
+{
+    nc_mpi_comm *s = accelerated(comm, coll);
+    if (!s) return -1;
+    int in_place = send->user == MPI_IN_PLACE;
+    if ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)) {
+        vec_close(send, comm, 0);
+        vec_close(recv, comm, 0);
+        return args_fallback(coll);
+    }
+    count_packed(coll, send->staging || recv->staging, 0);
+    int err = nc_alltoallv(&s->coll, coll, in_place ? NULL : &send->v, &recv->v);
+    vec_close(send, comm, 0);
+    vec_close(recv, comm, 1);
+    return nc_mpi_raise(comm, err);
+}
+
+NC_EXPORT int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
+                           MPI_Datatype rtype, MPI_Comm comm)
+{
+    int size = comm_size(comm);
+    move_vec sv = vec_of(sendbuf, NULL, NULL, scount, stype, size), rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, size);
+    int err = alltoall_common(NC_COLL_ALLTOALL, &sv, &rv, comm);
+    return err >= 0 ? err : PMPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+}
+
+NC_EXPORT int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                            void *recvbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    int size = comm_size(comm), err = -1;
+    move_vec sv = vec_of(sendbuf, scounts, sdispls, 0, stype, size), rv = vec_of(recvbuf, rcounts, rdispls, 0, rtype, size);
+    if (rcounts && rdispls && (sendbuf == MPI_IN_PLACE || (scounts && sdispls)))
+        err = alltoall_common(NC_COLL_ALLTOALLV, &sv, &rv, comm);
+    else nc_mpi_fallback(NC_COLL_ALLTOALLV, NC_ALG_PMPI_ARGS);
+    return err >= 0 ? err : PMPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
+}
+
+NC_EXPORT int MPI_Alltoallw(const void *sendbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[],
+                            void *recvbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[],
+                            MPI_Comm comm)
+{
+    int size = comm_size(comm), err = -1;
+    move_vec sv = vec_of(sendbuf, scounts, sdispls, 0, MPI_DATATYPE_NULL, size);
+    move_vec rv = vec_of(recvbuf, rcounts, rdispls, 0, MPI_DATATYPE_NULL, size);
+    sv.types = stypes;
+    rv.types = rtypes;
+    if (rcounts && rdispls && rtypes && (sendbuf == MPI_IN_PLACE || (scounts && sdispls && stypes)))
+        err = alltoall_common(NC_COLL_ALLTOALLW, &sv, &rv, comm);
+    else nc_mpi_fallback(NC_COLL_ALLTOALLW, NC_ALG_PMPI_ARGS);
+    return err >= 0 ? err : PMPI_Alltoallw(sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm);
 }

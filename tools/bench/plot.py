@@ -8,6 +8,7 @@ against message size (nodecoll, host MPI, lower bound) and speedup against size,
 column per MPI.  The report embeds them with a summary table.
 """
 import argparse
+import glob
 import io
 import json
 import math
@@ -328,6 +329,21 @@ def noise_note(runs):
             f"{lo:.2f}x and {hi:.2f}x. Differences inside that band are not significant.", ""]
 
 
+def focused_reports(md_dir):
+    """Links to the hand-written reports next to this one (results-*.md): measurements this
+    sweep does not make (other tools, settings, APIs), which a new sweep must not erase."""
+    found = sorted(glob.glob(os.path.join(md_dir, "results-*.md")))
+    if not found:
+        return []
+    lines = ["## Focused measurements", "",
+             "Measured with other tools or settings, each report naming its commands:", ""]
+    for path in found:
+        with open(path) as f:
+            title = f.readline().lstrip("# ").strip()
+        lines.append(f"- [{title}]({os.path.basename(path)})")
+    return lines + [""]
+
+
 def report(runs, colls, images, args):
     md_dir = os.path.dirname(os.path.abspath(args.out))
     lines = header(runs, args)
@@ -349,6 +365,7 @@ def report(runs, colls, images, args):
     for coll in colls:
         rel = os.path.relpath(images[coll], md_dir)
         lines += [f"### {coll}", "", f"![{coll}]({rel})", ""] + size_table(runs, coll) + [""]
+    lines += focused_reports(md_dir)
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
 

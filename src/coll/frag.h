@@ -1,0 +1,69 @@
+/* Fragments a rank publishes in its own shared memory for the others to read: inside one of
+ * its inline flags when the whole message fits there (signal and data arrive in one
+ * cache-line transfer), else in its ring, announced by its pub flag.  Shared by every
+ * collective that uses the ring, so one rule protects a slot whoever filled it last. */
+#ifndef NC_FRAG_H
+#define NC_FRAG_H
+
+#include "../core/node.h"
+
+typedef struct nc_frag_place {
+    int in_flag;
+    size_t skip; /* bytes left free at the start of an inline flag's data, for alignment */
+} nc_frag_place;
+
+static inline nc_frag_place nc_frag_place_for(size_t message_bytes)
+{
+    return (nc_frag_place){message_bytes <= NC_INLINE_MAX, 0};
+}
+
+/* The same for data read as typed elements: inline data starts 16-byte aligned (a flag's
+ * data begins 8 bytes into its line), as long double and its pairs require. */
+#define NC_INLINE_ALIGNED_MAX (NC_INLINE_MAX - 8)
+static inline nc_frag_place nc_frag_place_aligned(size_t message_bytes)
+{
+    return (nc_frag_place){message_bytes <= NC_INLINE_ALIGNED_MAX, 8};
+}
+
+static inline nc_flag *nc_frag_signal(const nc_node *n, nc_frag_place p, int rank, uint64_t g)
+{
+    nc_rank_ctl *ctl = nc_node_ctl(n, rank);
+    return p.in_flag ? &ctl->inline_frags[g % NC_INLINE_SLOTS] : &ctl->pub;
+}
+
+static inline char *nc_frag_data(const nc_node *n, nc_frag_place p, int rank, uint64_t g)
+{
+    return p.in_flag ? (char *)nc_node_ctl(n, rank)->inline_frags[g % NC_INLINE_SLOTS].data + p.skip
+                     : nc_node_ring(n, rank, g);
+}
+
+static inline nc_slot_use *nc_frag_use(nc_node *n, nc_frag_place p, uint64_t g)
+{
+    return p.in_flag ? &n->inline_use[g % NC_INLINE_SLOTS] : &n->slot_use[g % (uint64_t)n->layout.nseg];
+}
+
+/* Waits until `rank` has posted cons >= frag_end.  The last value seen is remembered, so the
+ * remote line is read again only when that value is not enough (about once per ring cycle). */
+static inline void nc_wait_cons(nc_node *n, int rank, uint64_t frag_end)
+{
+    if (n->cons_seen[rank] >= frag_end) return;
+    const nc_flag *cons = &nc_node_ctl(n, rank)->cons;
+    nc_wait_ge(cons, frag_end, &n->wait);
+    n->cons_seen[rank] = nc_flag_read(cons);
+}
+
+static inline void nc_wait_all_cons(nc_node *n, uint64_t frag_end)
+{
+    for (int r = 0; r < n->size; r++)
+        if (r != n->rank) nc_wait_cons(n, r, frag_end);
+}
+
+/* Claims my slot for fragment g when any rank may read it (reductions): waits until every
+ * reader of its previous content is done, whoever they were, then records "any rank". */
+char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g);
+
+/* Single-copy transfer with a node peer that passed the setup probe; a failure now aborts
+ * (the other ranks are already committed to this algorithm). */
+void nc_node_cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write);
+
+#endif

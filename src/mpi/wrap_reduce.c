@@ -1,0 +1,451 @@
+/* MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan, and the
+ * mapping of MPI datatypes and operations onto nodecoll's reduction kernels.
+ *
+ * Accelerated: the predefined C datatypes (every integer width, the multi-language integers
+ * MPI_AINT/OFFSET/COUNT, MPI_BYTE, float/double/long double, the C complex types,
+ * MPI_C_BOOL, the MINLOC/MAXLOC pair types) with every predefined op MPI defines on them,
+ * and user-defined ops (MPI_Op_create) on any of those datatypes.  Everything else goes to
+ * the host MPI unchanged, counted as "pmpi:type": combinations MPI forbids (so the host
+ * raises MPI_ERR_OP), MPI_CHAR/MPI_WCHAR and the Fortran types, derived datatypes (a later
+ * datatype engine), MPI_REPLACE/MPI_NO_OP (one-sided only in MPI). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state.h"
+#include "../core/fatal.h"
+
+#define NC_EXPORT __attribute__((visibility("default")))
+
+/* ---- datatypes ------------------------------------------------------------------------ */
+
+/* MPI-4.0 section 6.9.2 groups the datatypes; each group allows a set of operations. */
+enum type_group { G_INTEGER, G_MULTI_LANGUAGE, G_BYTE, G_FLOAT, G_COMPLEX, G_LOGICAL, G_PAIR };
+
+#define OPS_BIT(op) (1u << NC_OP_##op)
+static const unsigned group_ops[] = {
+    [G_INTEGER] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(LAND) | OPS_BIT(LOR) |
+                  OPS_BIT(LXOR) | OPS_BIT(BAND) | OPS_BIT(BOR) | OPS_BIT(BXOR),
+    [G_MULTI_LANGUAGE] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(BAND) |
+                         OPS_BIT(BOR) | OPS_BIT(BXOR),
+    [G_BYTE] = OPS_BIT(BAND) | OPS_BIT(BOR) | OPS_BIT(BXOR),
+    [G_FLOAT] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD),
+    [G_COMPLEX] = OPS_BIT(SUM) | OPS_BIT(PROD),
+    [G_LOGICAL] = OPS_BIT(LAND) | OPS_BIT(LOR) | OPS_BIT(LXOR),
+    [G_PAIR] = OPS_BIT(MINLOC) | OPS_BIT(MAXLOC),
+};
+
+typedef struct known_type {
+    MPI_Datatype type;
+    nc_elem_id elem;
+    enum type_group group;
+    size_t extent;
+    size_t true_extent; /* without the trailing padding of MPI_DOUBLE_INT and friends */
+} known_type;
+
+/* Integers by width and signedness. */
+static nc_elem_id integer_elem(size_t bytes, int is_signed)
+{
+    switch (bytes) {
+    case 1: return is_signed ? NC_ELEM_I8 : NC_ELEM_U8;
+    case 2: return is_signed ? NC_ELEM_I16 : NC_ELEM_U16;
+    case 4: return is_signed ? NC_ELEM_I32 : NC_ELEM_U32;
+    case 8: return is_signed ? NC_ELEM_I64 : NC_ELEM_U64;
+    default: return NC_ELEM_COUNT;
+    }
+}
+
+/* (ctype)-1 is negative only for signed types; the comparison goes through long double so
+ * the compiler does not flag "unsigned < 0". */
+#define NC_IS_SIGNED(ctype) ((long double)(ctype)-1 < 0.0L)
+/* The element kind of a C integer type by width and signedness; the extent is filled in
+ * from the kind (nodecoll's C layout), and the host's must match it. */
+#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, 0, 0}
+#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, 0, 0}
+#define NC_OTHER(mpi, elem, group) {mpi, NC_ELEM_##elem, group, 0, 0}
+
+/* Open MPI's handles are addresses, not constants: the table is built at first use. */
+static known_type known[48];
+static int known_count;
+static pthread_once_t known_once = PTHREAD_ONCE_INIT;
+
+static void build_type_table(void)
+{
+    const known_type all[] = {
+        NC_INT(MPI_SIGNED_CHAR, signed char), NC_INT(MPI_UNSIGNED_CHAR, unsigned char),
+        NC_INT(MPI_SHORT, short), NC_INT(MPI_UNSIGNED_SHORT, unsigned short), NC_INT(MPI_INT, int),
+        NC_INT(MPI_UNSIGNED, unsigned), NC_INT(MPI_LONG, long), NC_INT(MPI_UNSIGNED_LONG, unsigned long),
+        NC_INT(MPI_LONG_LONG_INT, long long), NC_INT(MPI_LONG_LONG, long long),
+        NC_INT(MPI_UNSIGNED_LONG_LONG, unsigned long long), NC_INT(MPI_INT8_T, int8_t),
+        NC_INT(MPI_UINT8_T, uint8_t), NC_INT(MPI_INT16_T, int16_t), NC_INT(MPI_UINT16_T, uint16_t),
+        NC_INT(MPI_INT32_T, int32_t), NC_INT(MPI_UINT32_T, uint32_t), NC_INT(MPI_INT64_T, int64_t),
+        NC_INT(MPI_UINT64_T, uint64_t), NC_MULTI(MPI_AINT, MPI_Aint), NC_MULTI(MPI_OFFSET, MPI_Offset),
+        NC_MULTI(MPI_COUNT, MPI_Count), NC_OTHER(MPI_BYTE, U8, G_BYTE),
+        NC_OTHER(MPI_FLOAT, F32, G_FLOAT), NC_OTHER(MPI_DOUBLE, F64, G_FLOAT),
+        NC_OTHER(MPI_LONG_DOUBLE, F80, G_FLOAT),
+        NC_OTHER(MPI_C_FLOAT_COMPLEX, C32, G_COMPLEX),
+        NC_OTHER(MPI_C_COMPLEX, C32, G_COMPLEX),
+        NC_OTHER(MPI_C_DOUBLE_COMPLEX, C64, G_COMPLEX),
+        NC_OTHER(MPI_C_LONG_DOUBLE_COMPLEX, C80, G_COMPLEX),
+        NC_OTHER(MPI_C_BOOL, BOOL, G_LOGICAL),
+        NC_OTHER(MPI_FLOAT_INT, FLOAT_INT, G_PAIR),
+        NC_OTHER(MPI_DOUBLE_INT, DOUBLE_INT, G_PAIR),
+        NC_OTHER(MPI_LONG_INT, LONG_INT, G_PAIR),
+        NC_OTHER(MPI_2INT, INT_INT, G_PAIR),
+        NC_OTHER(MPI_SHORT_INT, SHORT_INT, G_PAIR),
+        NC_OTHER(MPI_LONG_DOUBLE_INT, LONG_DOUBLE_INT, G_PAIR),
+    };
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && known_count < (int)(sizeof known / sizeof known[0]); i++) {
+        /* Only where the host lays the type out exactly like the C kernel's element. */
+        MPI_Aint lb, extent, true_lb, true_extent;
+        if (all[i].type == MPI_DATATYPE_NULL || all[i].elem == NC_ELEM_COUNT) continue;
+        if (PMPI_Type_get_extent(all[i].type, &lb, &extent) != MPI_SUCCESS ||
+            PMPI_Type_get_true_extent(all[i].type, &true_lb, &true_extent) != MPI_SUCCESS)
+            continue;
+        if (lb != 0 || true_lb != 0 || (size_t)extent != nc_elem_size(all[i].elem)) continue;
+        known[known_count] = all[i];
+        known[known_count].extent = (size_t)extent;
+        known[known_count++].true_extent = (size_t)true_extent;
+    }
+}
+
+static const known_type *find_type(MPI_Datatype type)
+{
+    pthread_once(&known_once, build_type_table);
+    for (int i = 0; i < known_count; i++)
+        if (known[i].type == type) return &known[i];
+    return NULL;
+}
+
+/* ---- operations ----------------------------------------------------------------------- */
+
+static nc_op_id predefined_op(MPI_Op op)
+{
+    const struct { MPI_Op mpi; nc_op_id id; } ops[] = {
+        {MPI_SUM, NC_OP_SUM},   {MPI_PROD, NC_OP_PROD}, {MPI_MIN, NC_OP_MIN},       {MPI_MAX, NC_OP_MAX},
+        {MPI_LAND, NC_OP_LAND}, {MPI_LOR, NC_OP_LOR},   {MPI_LXOR, NC_OP_LXOR},     {MPI_BAND, NC_OP_BAND},
+        {MPI_BOR, NC_OP_BOR},   {MPI_BXOR, NC_OP_BXOR}, {MPI_MINLOC, NC_OP_MINLOC}, {MPI_MAXLOC, NC_OP_MAXLOC},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i].mpi == op) return ops[i].id;
+    return NC_OP_COUNT;
+}
+
+/* Inter-node steps run predefined ops through the host MPI as user-defined ops that call
+ * nodecoll's own kernels: Open MPI 4.1.4 sums MPI_INT8_T wrongly in its AVX component, and
+ * the same kernels everywhere give the same bits wherever an element is combined. */
+static void bridge_apply(nc_op_id op, void *in, void *inout, int len, MPI_Datatype type)
+{
+    const known_type *t = find_type(type);
+    nc_reduce_fn fn = nc_kernel(op, t->elem);
+    if (len <= 0) return;
+    fn(in, inout, (size_t)len - 1, NULL);
+    /* The host's temporary buffers end at the last element's true extent, so that one
+     * element goes through a full-sized copy (the kernel moves whole structs). */
+    _Alignas(16) char a[64], b[64];
+    size_t at = ((size_t)len - 1) * t->extent;
+    memcpy(a, (char *)in + at, t->true_extent);
+    memcpy(b, (char *)inout + at, t->true_extent);
+    fn(a, b, 1, NULL);
+    memcpy((char *)inout + at, b, t->true_extent);
+}
+
+#define NC_BRIDGE_FN(name)                                                                      \
+    static void bridge_##name(void *in, void *inout, int *len, MPI_Datatype *type)             \
+    {                                                                                           \
+        bridge_apply(NC_OP_##name, in, inout, *len, *type);                                     \
+    }
+NC_OPS(NC_BRIDGE_FN)
+#undef NC_BRIDGE_FN
+
+static MPI_Op bridge_ops[NC_OP_COUNT];
+static pthread_once_t bridge_ops_once = PTHREAD_ONCE_INIT;
+
+static void create_bridge_ops(void)
+{
+    MPI_User_function *fns[] = {
+#define NC_BRIDGE_ENTRY(name) bridge_##name,
+        NC_OPS(NC_BRIDGE_ENTRY)
+#undef NC_BRIDGE_ENTRY
+    };
+    for (int i = 0; i < NC_OP_COUNT; i++)
+        if (PMPI_Op_create(fns[i], 1, &bridge_ops[i]) != MPI_SUCCESS) bridge_ops[i] = MPI_OP_NULL;
+}
+
+/* The op the leaders use for predefined op `id` (the host's own if ours could not be made). */
+static MPI_Op bridge_op(nc_op_id id, MPI_Op predefined)
+{
+    pthread_once(&bridge_ops_once, create_bridge_ops);
+    return bridge_ops[id] != MPI_OP_NULL ? bridge_ops[id] : predefined;
+}
+
+/* User-defined ops, recorded by MPI_Op_create (MPI has no query for an op's function). */
+typedef struct user_op {
+    MPI_Op op;
+    MPI_User_function *fn;
+    int commutative;
+    struct user_op *next;
+} user_op;
+static user_op *user_ops;
+static pthread_mutex_t user_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int find_user_op(MPI_Op op, user_op *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&user_ops_lock);
+    for (user_op *u = user_ops; u && !found; u = u->next)
+        if (u->op == op) *out = *u, found = 1;
+    pthread_mutex_unlock(&user_ops_lock);
+    return found;
+}
+
+NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    int err = PMPI_Op_create(fn, commute, op);
+    user_op *u = err == MPI_SUCCESS ? malloc(sizeof *u) : NULL;
+    if (!u) return err; /* unrecorded: calls with this op go to the host MPI */
+    *u = (user_op){*op, fn, commute, NULL};
+    pthread_mutex_lock(&user_ops_lock);
+    u->next = user_ops;
+    user_ops = u;
+    pthread_mutex_unlock(&user_ops_lock);
+    return err;
+}
+
+NC_EXPORT int MPI_Op_free(MPI_Op *op)
+{
+    MPI_Op freed = op ? *op : MPI_OP_NULL;
+    int err = PMPI_Op_free(op);
+    if (err != MPI_SUCCESS) return err;
+    pthread_mutex_lock(&user_ops_lock);
+    for (user_op **u = &user_ops; *u; u = &(*u)->next)
+        if ((*u)->op == freed) {
+            user_op *gone = *u;
+            *u = gone->next;
+            free(gone);
+            break;
+        }
+    pthread_mutex_unlock(&user_ops_lock);
+    return err;
+}
+
+/* A user function takes an int count: longer runs are cut. */
+
+static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
+{
+    nc_user_call *u = ctx;
+    size_t extent = find_type(u->type)->extent;
+    for (size_t done = 0; done < count;) {
+        int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
+        u->fn((char *)(uintptr_t)in + done * extent, (char *)inout + done * extent, &n, &u->type);
+        done += (size_t)n;
+    }
+}
+
+
+/* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must). */
+static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+{
+    const known_type *t = find_type(type);
+    if (!t) return 1;
+    rc->host = (nc_host_op){op, type};
+    rc->red.host = &rc->host;
+    rc->red.elem_size = t->extent;
+    nc_op_id id = predefined_op(op);
+    if (id != NC_OP_COUNT) {
+        if (!(group_ops[t->group] & (1u << id))) return 1;
+        rc->red.fn = nc_kernel(id, t->elem);
+        rc->red.ctx = NULL;
+        rc->host.op = bridge_op(id, op);
+        rc->red.commutative = 1;
+        return rc->red.fn == NULL;
+    }
+    user_op u;
+    if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
+    rc->user = (nc_user_call){u.fn, type};
+    rc->red = (nc_reduction){call_user_op, &rc->user, t->extent, u.commutative, &rc->host};
+    return 0;
+}
+
+/* The last predefined (type, op) pair this thread reduced with: a small reduction repeats
+ * it, and looking it up again costs about as much as the reduction itself.  Predefined
+ * handles are never freed, so a match cannot be a reused handle; user ops are not cached. */
+typedef struct recent_pair {
+    MPI_Datatype type;
+    MPI_Op op;
+    nc_reduction red;
+    nc_host_op host;
+    int valid;
+} recent_pair;
+static _Thread_local recent_pair recent;
+
+int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+{
+    if (recent.valid && recent.type == type && recent.op == op) {
+        rc->red = recent.red;
+        rc->host = recent.host;
+        rc->red.host = &rc->host;
+        return 0;
+    }
+    int err = describe_uncached(rc, type, op);
+    if (!err && rc->red.fn != call_user_op) recent = (recent_pair){type, op, rc->red, rc->host, 1};
+    return err;
+}
+
+static void host_reduce_local(const void *in, void *inout, size_t count, void *ctx)
+{
+    const nc_host_op *h = ctx;
+    MPI_Aint lb, extent;
+    PMPI_Type_get_extent(h->type, &lb, &extent);
+    for (size_t at = 0; at < count; at += INT_MAX) {
+        size_t n = count - at < INT_MAX ? count - at : INT_MAX;
+        PMPI_Reduce_local((const char *)in + at * (size_t)extent, (char *)inout + at * (size_t)extent, (int)n,
+                          h->type, h->op);
+    }
+}
+
+void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent, int commutative)
+{
+    rc->host = (nc_host_op){op, type};
+    rc->red = (nc_reduction){host_reduce_local, &rc->host, extent, commutative, &rc->host};
+}
+
+/* ---- the entry points ----------------------------------------------------------------- */
+
+/* The state of comm if this call runs accelerated; NULL (reason counted) if the host must. */
+static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll, int args_ok, nc_mpi_reduction *rc,
+                                MPI_Datatype type, MPI_Op op)
+{
+    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    if (!s) return NULL;
+    if (!args_ok) {
+        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
+        return NULL;
+    }
+    if (nc_mpi_describe_reduction(rc, type, op)) {
+        nc_mpi_fallback(coll, NC_ALG_PMPI_TYPE);
+        return NULL;
+    }
+    return s;
+}
+
+static int comm_size(MPI_Comm comm)
+{
+    int size = 0;
+    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
+    return size;
+}
+
+static int comm_rank(MPI_Comm comm)
+{
+    int rank = -1;
+    if (comm != MPI_COMM_NULL) PMPI_Comm_rank(comm, &rank);
+    return rank;
+}
+
+/* A buffer that must hold data does (the host reports a missing one its own way). */
+static int buffer_ok(const void *buf, long long count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
+
+NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                         MPI_Comm comm)
+{
+    nc_mpi_reduction rc;
+    int size = comm_size(comm), rank = comm_rank(comm), is_root = rank == root;
+    const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    int ok = root >= 0 && root < size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
+             (!is_root || buffer_ok(recvbuf, count));
+    nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE, ok, &rc, type, op);
+    if (!s) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+    return nc_mpi_raise(comm, nc_reduce(&s->coll, in, is_root ? recvbuf : NULL, (size_t)count, &rc.red, root));
+}
+
+NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                            MPI_Comm comm)
+{
+    nc_mpi_reduction rc;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
+    nc_mpi_comm *s = accelerated(comm, NC_COLL_ALLREDUCE, ok, &rc, type, op);
+    if (!s) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+    return nc_mpi_raise(comm, nc_reduce(&s->coll, in, recvbuf, (size_t)count, &rc.red, -1));
+}
+
+/* Reduce_scatter with per-rank counts (all equal for the _block form). */
+static int reduce_scatter(nc_mpi_comm *s, nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts,
+                          const nc_mpi_reduction *rc, MPI_Comm comm)
+{
+    size_t *n = malloc(sizeof(size_t) * (size_t)s->coll.size);
+    if (!n) nc_fatal("out of memory for Reduce_scatter counts");
+    for (int q = 0; q < s->coll.size; q++) n[q] = (size_t)counts[q];
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    int err = nc_reduce_scatter(&s->coll, coll, in, recvbuf, n, &rc->red);
+    free(n);
+    return nc_mpi_raise(comm, err);
+}
+
+/* Every count valid, and buffers present for what this rank sends and receives (in place,
+ * recvbuf holds the whole input). */
+static int scatter_counts_ok(const int *counts, int size, int rank, const void *sendbuf, const void *recvbuf)
+{
+    if (!counts || size <= 0 || rank < 0) return 0;
+    long long total = 0;
+    for (int q = 0; q < size; q++) {
+        if (counts[q] < 0) return 0;
+        total += counts[q];
+    }
+    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, total);
+    return buffer_ok(sendbuf, total) && buffer_ok(recvbuf, counts[rank]);
+}
+
+NC_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
+                                 MPI_Op op, MPI_Comm comm)
+{
+    nc_mpi_reduction rc;
+    int size = comm_size(comm), rank = comm_rank(comm);
+    int ok = scatter_counts_ok(recvcounts, size, rank, sendbuf, recvbuf);
+    nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE_SCATTER, ok, &rc, type, op);
+    if (!s) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+    return reduce_scatter(s, NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, &rc, comm);
+}
+
+NC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
+                                       MPI_Op op, MPI_Comm comm)
+{
+    nc_mpi_reduction rc;
+    int size = comm_size(comm), rank = comm_rank(comm);
+    int *counts = size > 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
+    for (int q = 0; counts && q < size; q++) counts[q] = recvcount;
+    int ok = counts && scatter_counts_ok(counts, size, rank, sendbuf, recvbuf);
+    nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE_SCATTER_BLOCK, ok, &rc, type, op);
+    int err = s ? reduce_scatter(s, NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, counts, &rc, comm)
+                : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+    free(counts);
+    return err;
+}
+
+static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                MPI_Comm comm)
+{
+    nc_mpi_reduction rc;
+    int exclusive = coll == NC_COLL_EXSCAN;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    /* Exscan leaves rank 0's recvbuf alone: it need not be there. */
+    int receives = !exclusive || comm_rank(comm) != 0;
+    int ok = count >= 0 && buffer_ok(in, count) && (!receives || buffer_ok(recvbuf, count));
+    nc_mpi_comm *s = accelerated(comm, coll, ok, &rc, type, op);
+    if (!s) return exclusive ? PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm)
+                             : PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
+    return nc_mpi_raise(comm, nc_scan(&s->coll, in, recvbuf, (size_t)count, &rc.red, exclusive));
+}
+
+NC_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    return scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm);
+}
+
+NC_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    return scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm);
+}

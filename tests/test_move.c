@@ -1,0 +1,322 @@
+/* Differential test of the data-movement collectives: MPI_Gather(v), MPI_Scatter(v),
+ * MPI_Allgather(v), MPI_Alltoall(v), MPI_Alltoallw through nodecoll against the host's
+ * PMPI_ calls on the same input, every root, in place and not.  Counts follow the seed-001
+ * patterns (uniform, all zero, one huge outlier, uneven, mostly zero), displacements leave
+ * random gaps and sometimes run backwards; the receive buffers start filled with a marker,
+ * and the whole buffer (gaps included) must match the host's byte for byte.
+ *
+ * Also: a rank with nothing to exchange returns from Alltoallv without waiting for peers that
+ * are late (zero-size peers are never contacted), and bad arguments (negative count, root
+ * out of range, MPI_DATATYPE_NULL) give the host's error class.
+ *
+ * Argument: number of random cases per pattern (default 2). */
+#include <unistd.h>
+
+#include "common.h"
+
+#define MAXP 16
+enum { P_UNIFORM, P_ZERO, P_OUTLIER, P_UNEVEN, P_MOSTLY_ZERO, P_COUNT };
+static const char *pattern_names[] = {"uniform", "all-zero", "outlier", "uneven", "mostly-zero"};
+
+typedef struct layout {
+    int counts[MAXP], displs[MAXP];
+    int extent; /* elements the buffer must hold */
+} layout;
+
+static int pick(uint64_t *rng, int n) { return (int)(t_rand(rng) % (uint64_t)n); }
+
+static int count_of(int pattern, uint64_t *rng, int i, int outlier)
+{
+    switch (pattern) {
+    case P_UNIFORM: return 5;
+    case P_ZERO: return 0;
+    case P_OUTLIER: return i == outlier ? 40000 : 1; /* 160 KB: past the slot, single-copy */
+    case P_UNEVEN: return pick(rng, 60);
+    default: return pick(rng, 5) == 0 ? 1 + pick(rng, 6000) : 0;
+    }
+}
+
+/* Blocks in rank order or backwards, with gaps of 0-3 elements. */
+static layout make_layout(const int *counts, int n, uint64_t *rng)
+{
+    layout l;
+    int backwards = pick(rng, 3) == 0, at = pick(rng, 3);
+    for (int k = 0; k < n; k++) {
+        int i = backwards ? n - 1 - k : k;
+        l.counts[i] = counts[i];
+        l.displs[i] = at;
+        at += counts[i] + pick(rng, 4);
+    }
+    l.extent = at + 1;
+    return l;
+}
+
+static int *alloc_ints(int n, int fill)
+{
+    int *p = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) p[i] = fill;
+    return p;
+}
+
+/* Rank r's element k of the block for `to` (to = -1: its one block). */
+static int value(int seed, int r, int to, int k) { return seed * 1000003 + r * 65537 + (to + 1) * 4099 + k; }
+
+static void check_same(const int *mine, const int *host, int n, const char *what, int pattern, int root)
+{
+    for (int i = 0; i < n; i++)
+        if (mine[i] != host[i]) {
+            t_fail("%s (%s, root %d): element %d is %d, host has %d", what, pattern_names[pattern], root, i, mine[i], host[i]);
+            return;
+        }
+}
+
+/* ---- rooted ------------------------------------------------------------------------------ */
+
+static void run_gather(MPI_Comm comm, const layout *l, int root, int pattern, int seed, int in_place, int vector)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *send = alloc_ints(l->counts[rank], 0), *out[2];
+    for (int k = 0; k < l->counts[rank]; k++) send[k] = value(seed, rank, -1, k);
+    for (int a = 0; a < 2; a++) {
+        out[a] = alloc_ints(l->extent, -7);
+        const void *sb = send;
+        if (in_place && rank == root) {
+            for (int k = 0; k < l->counts[rank]; k++) out[a][l->displs[rank] + k] = send[k];
+            sb = MPI_IN_PLACE;
+        }
+        if (vector)
+            (a ? MPI_Gatherv : PMPI_Gatherv)(sb, l->counts[rank], MPI_INT, out[a], l->counts, l->displs, MPI_INT, root, comm);
+        else
+            (a ? MPI_Gather : PMPI_Gather)(sb, l->counts[0], MPI_INT, out[a], l->counts[0], MPI_INT, root, comm);
+    }
+    if (rank == root) check_same(out[1], out[0], l->extent, vector ? "gatherv" : "gather", pattern, root);
+    free(out[0]);
+    free(out[1]);
+    free(send);
+}
+
+static void run_scatter(MPI_Comm comm, const layout *l, int root, int pattern, int seed, int in_place, int vector)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *send = alloc_ints(l->extent, -5), *out[2];
+    for (int i = 0; i < size; i++)
+        for (int k = 0; k < l->counts[i]; k++) send[l->displs[i] + k] = value(seed, root, i, k);
+    for (int a = 0; a < 2; a++) {
+        out[a] = alloc_ints(l->counts[rank] + 2, -7);
+        void *rb = in_place && rank == root ? MPI_IN_PLACE : out[a];
+        if (vector)
+            (a ? MPI_Scatterv : PMPI_Scatterv)(send, l->counts, l->displs, MPI_INT, rb, l->counts[rank], MPI_INT, root, comm);
+        else
+            (a ? MPI_Scatter : PMPI_Scatter)(send, l->counts[0], MPI_INT, rb, l->counts[0], MPI_INT, root, comm);
+    }
+    check_same(out[1], out[0], l->counts[rank] + 2, vector ? "scatterv" : "scatter", pattern, root);
+    free(out[0]);
+    free(out[1]);
+    free(send);
+}
+
+/* ---- allgather ---------------------------------------------------------------------------- */
+
+static void run_allgather(MPI_Comm comm, const layout *l, int pattern, int seed, int in_place, int vector)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *send = alloc_ints(l->counts[rank], 0), *out[2];
+    for (int k = 0; k < l->counts[rank]; k++) send[k] = value(seed, rank, -1, k);
+    for (int a = 0; a < 2; a++) {
+        out[a] = alloc_ints(l->extent + size * l->counts[0], -7);
+        const void *sb = send;
+        if (in_place) {
+            int at = vector ? l->displs[rank] : rank * l->counts[0];
+            for (int k = 0; k < l->counts[rank]; k++) out[a][at + k] = send[k];
+            sb = MPI_IN_PLACE;
+        }
+        if (vector)
+            (a ? MPI_Allgatherv : PMPI_Allgatherv)(sb, l->counts[rank], MPI_INT, out[a], l->counts, l->displs, MPI_INT, comm);
+        else
+            (a ? MPI_Allgather : PMPI_Allgather)(sb, l->counts[0], MPI_INT, out[a], l->counts[0], MPI_INT, comm);
+    }
+    check_same(out[1], out[0], l->extent + size * l->counts[0], vector ? "allgatherv" : "allgather", pattern, -1);
+    free(out[0]);
+    free(out[1]);
+    free(send);
+}
+
+/* ---- alltoall ------------------------------------------------------------------------------ */
+
+/* matrix[i * size + j]: elements rank i sends to rank j. */
+static void run_alltoall(MPI_Comm comm, const int *matrix, uint64_t *rng, int pattern, int seed, int in_place, int kind)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int sc[MAXP], rc[MAXP];
+    for (int j = 0; j < size; j++) {
+        sc[j] = kind == 0 ? matrix[0] : matrix[rank * size + j];
+        rc[j] = kind == 0 ? matrix[0] : matrix[j * size + rank];
+    }
+    if (in_place) memcpy(sc, rc, sizeof sc); /* in place: one vector describes both */
+    layout s = make_layout(sc, size, rng), r = make_layout(rc, size, rng);
+    if (in_place) s = r;
+    if (kind == 0) { /* Alltoall: blocks back to back */
+        for (int j = 0; j < size; j++) s.displs[j] = r.displs[j] = j * sc[0];
+        s.extent = r.extent = size * sc[0] + 1;
+    }
+    int *send = alloc_ints(s.extent, -7), *out[2];
+    for (int j = 0; j < size; j++)
+        for (int k = 0; k < sc[j]; k++) send[s.displs[j] + k] = value(seed, rank, j, k);
+    MPI_Datatype types[MAXP];
+    int sbytes[MAXP], rbytes[MAXP];
+    for (int j = 0; j < size; j++) {
+        types[j] = MPI_INT;
+        sbytes[j] = s.displs[j] * (int)sizeof(int);
+        rbytes[j] = r.displs[j] * (int)sizeof(int);
+    }
+    static const char *names[] = {"alltoall", "alltoallv", "alltoallw"};
+    for (int a = 0; a < 2; a++) {
+        out[a] = alloc_ints(r.extent, -7);
+        /* The host runs the in-place case out of place from the same data (Open MPI 4.1.4's
+         * in-place Alltoallw corrupts memory). */
+        const void *sb = send;
+        if (in_place && a) {
+            memcpy(out[a], send, sizeof(int) * (size_t)r.extent);
+            sb = MPI_IN_PLACE;
+        }
+        if (kind == 0)
+            (a ? MPI_Alltoall : PMPI_Alltoall)(sb, sc[0], MPI_INT, out[a], rc[0], MPI_INT, comm);
+        else if (kind == 1)
+            (a ? MPI_Alltoallv : PMPI_Alltoallv)(sb, sc, s.displs, MPI_INT, out[a], rc, r.displs, MPI_INT, comm);
+        else
+            (a ? MPI_Alltoallw : PMPI_Alltoallw)(sb, sc, sbytes, types, out[a], rc, rbytes, types, comm);
+    }
+    check_same(out[1], out[0], r.extent, names[kind], pattern, -1);
+    free(out[0]);
+    free(out[1]);
+    free(send);
+}
+
+/* ---- one case of every call ------------------------------------------------------------ */
+
+static void run_case(MPI_Comm comm, int pattern, int seed)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    uint64_t rng = (uint64_t)seed * 7919 + (uint64_t)pattern;
+    int counts[MAXP] = {0}, matrix[MAXP * MAXP] = {0};
+    int outlier = pick(&rng, size);
+    for (int i = 0; i < size; i++) counts[i] = count_of(pattern, &rng, i, outlier);
+    for (int i = 0; i < size * size; i++) matrix[i] = count_of(pattern, &rng, i % size, outlier);
+    layout l = make_layout(counts, size, &rng), uniform = l;
+    for (int i = 0; i < size; i++) uniform.counts[i] = counts[0], uniform.displs[i] = i * counts[0];
+    uniform.extent = size * counts[0] + 1;
+    int in_place = seed & 1;
+    for (int root = 0; root < size; root++) {
+        run_gather(comm, &l, root, pattern, seed, in_place, 1);
+        run_gather(comm, &uniform, root, pattern, seed, !in_place, 0);
+        run_scatter(comm, &l, root, pattern, seed, in_place, 1);
+        run_scatter(comm, &uniform, root, pattern, seed, !in_place, 0);
+    }
+    run_allgather(comm, &l, pattern, seed, in_place, 1);
+    run_allgather(comm, &uniform, pattern, seed, !in_place, 0);
+    /* One rank: nodecoll hands the call to the host, whose in-place Alltoallw is broken. */
+    for (int kind = 0; kind < 3; kind++)
+        run_alltoall(comm, matrix, &rng, pattern, seed, (seed + kind) & 1 && (kind < 2 || size > 1), kind);
+}
+
+/* ---- zero-size peers ------------------------------------------------------------------- */
+
+/* Rank 0 exchanges nothing; the others exchange a ring and arrive late.  Rank 0 must not
+ * wait for them. */
+static void run_zero_peer_check(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 3) return;
+    int sc[MAXP] = {0}, rc[MAXP] = {0}, displs[MAXP] = {0}, send[4] = {rank, rank, rank, rank}, recv[4] = {0};
+    if (rank != 0) {
+        int right = rank % (size - 1) + 1, left = (rank - 2 + size - 1) % (size - 1) + 1;
+        sc[right] = rc[left] = 1;
+    }
+    MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm); /* warm up */
+    MPI_Barrier(comm);
+    if (rank != 0) usleep(300000);
+    double t = MPI_Wtime();
+    MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm);
+    t = MPI_Wtime() - t;
+    if (rank == 0) T_CHECK(t < 0.15, "alltoallv: a rank with only zero-size peers waited %.3f s for them", t);
+    else T_CHECK(recv[0] == (rank - 2 + size - 1) % (size - 1) + 1, "alltoallv ring: got %d", recv[0]);
+    MPI_Barrier(comm);
+}
+
+/* ---- bad arguments -------------------------------------------------------------------- */
+
+static int error_class(int err)
+{
+    int cls = err;
+    if (err != MPI_SUCCESS) MPI_Error_class(err, &cls);
+    return cls;
+}
+
+static void run_errors(MPI_Comm comm)
+{
+    int size, buf[64] = {0}, out[64 * MAXP] = {0}, counts[MAXP], displs[MAXP];
+    MPI_Comm_size(comm, &size);
+    for (int i = 0; i < size; i++) counts[i] = 1, displs[i] = i;
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    const char *names[] = {"gather root", "scatter negative", "allgather null type", "alltoall negative",
+                           "gatherv root", "allgatherv null type"};
+    for (int c = 0; c < 6; c++) {
+        int cls[2];
+        for (int a = 0; a < 2; a++) {
+            int err;
+            switch (c) {
+            case 0: err = (a ? MPI_Gather : PMPI_Gather)(buf, 1, MPI_INT, out, 1, MPI_INT, size, comm); break;
+            case 1: err = (a ? MPI_Scatter : PMPI_Scatter)(buf, -1, MPI_INT, out, -1, MPI_INT, 0, comm); break;
+            case 2: err = (a ? MPI_Allgather : PMPI_Allgather)(buf, 1, MPI_DATATYPE_NULL, out, 1, MPI_DATATYPE_NULL, comm); break;
+            case 3: err = (a ? MPI_Alltoall : PMPI_Alltoall)(buf, -1, MPI_INT, out, -1, MPI_INT, comm); break;
+            case 4: err = (a ? MPI_Gatherv : PMPI_Gatherv)(buf, 1, MPI_INT, out, counts, displs, MPI_INT, -2, comm); break;
+            default:
+                err = (a ? MPI_Allgatherv : PMPI_Allgatherv)(buf, 1, MPI_DATATYPE_NULL, out, counts, displs, MPI_DATATYPE_NULL, comm);
+            }
+            cls[a] = error_class(err);
+        }
+        T_CHECK(cls[0] == cls[1], "%s: nodecoll error class %d, host %d", names[c], cls[1], cls[0]);
+    }
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+}
+
+/* The fast path ran (not the host) where the settings allow it. */
+static void check_fast_path(void)
+{
+    static const char *colls[] = {"gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv",
+                                  "alltoall", "alltoallv", "alltoallw"};
+    if (t_size == 1 || getenv("NODECOLL_CMA")) return;
+    for (int i = 0; i < 9; i++) {
+        uint64_t fast = nodecoll_stat_calls(colls[i], "cma"), multi = nodecoll_stat_calls(colls[i], "pmpi:multinode");
+        T_CHECK(fast + multi > 0, "%s never took the fast path", colls[i]);
+        T_CHECK(nodecoll_stat_calls(colls[i], "pmpi:no-cma") == 0, "%s fell back without single-copy", colls[i]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    int cases = argc > 1 ? atoi(argv[1]) : 2;
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    for (int seed = 1; seed <= cases; seed++)
+        for (int p = 0; p < P_COUNT; p++) run_case(comm, p, seed);
+    check_fast_path();
+    run_zero_peer_check(comm);
+    run_errors(comm);
+    /* The communicator still works after the errors. */
+    run_case(comm, P_UNEVEN, cases + 1);
+    MPI_Comm_free(&comm);
+    return t_finish("test_move");
+}

@@ -1,0 +1,17 @@
+# Data movement (issue 5): Gather(v), Scatter(v), Allgather(v), Alltoall(v,w) against the
+# host MPI, one to three emulated nodes (block and cyclic), 1 to 5 ranks.  The argument is
+# the number of random cases per count pattern.  Oversubscribed MPICH takes ~8 ms per host
+# step, so np >= 3 runs fewer cases there.
+if(NODECOLL_MPI STREQUAL "mpich")
+  set(NODECOLL_MOVE_CASES 1)
+else()
+  set(NODECOLL_MOVE_CASES 2)
+endif()
+set(NODECOLL_MOVE_SMALL_SLOT "slot:NODECOLL_MOVE_SLOT=256")
+nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 1 2 ENVS "default:" ${NODECOLL_MOVE_SMALL_SLOT}
+  "nodes2:NODECOLL_RANKS_PER_NODE=1" ARGS 2 LABELS quick)
+nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 3 4
+  ENVS "default:" "nodes2:NODECOLL_RANKS_PER_NODE=2" "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+  ARGS ${NODECOLL_MOVE_CASES} LABELS quick)
+nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 5
+  ENVS "nodes3:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic,NODECOLL_MOVE_SLOT=1K" ARGS 1)

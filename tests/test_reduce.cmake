@@ -1,0 +1,34 @@
+# Reductions (issue 4): every algorithm, one to three emulated nodes (block and cyclic),
+# reproducible mode, 1 to 6 ranks.  The argument is the stride through the type x op x
+# collective matrix (1: every case).  Beyond 2 ranks the machine is oversubscribed; the
+# multi-node cases then wait on the host MPI's own steps, which take ~8 ms each under
+# oversubscribed MPICH, so those run a sparser sample there.
+set(NODECOLL_REDUCE_NODE_ENVS
+  "default:"
+  "tree:NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+  "cma:NODECOLL_REDUCE_ALG=cma,NODECOLL_REDUCE_CHUNK=4K"
+  "flat:NODECOLL_REDUCE_ALG=flat,NODECOLL_CMA=off"
+  "shm:NODECOLL_CMA=off,NODECOLL_SEGMENT_SIZE=4K"
+  "rd:NODECOLL_REDUCE_ALG=recursive_doubling,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+  "repro:NODECOLL_REPRODUCIBLE=1")
+set(NODECOLL_REDUCE_MULTI_ENVS
+  "nodes2:NODECOLL_RANKS_PER_NODE=2"
+  "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+  "reprocyclic:NODECOLL_REPRODUCIBLE=1,NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic")
+if(NODECOLL_MPI STREQUAL "mpich")
+  set(NODECOLL_REDUCE_MULTI_STRIDE 16)
+else()
+  set(NODECOLL_REDUCE_MULTI_STRIDE 2)
+endif()
+math(EXPR NODECOLL_REDUCE_MULTI_STRIDE6 "${NODECOLL_REDUCE_MULTI_STRIDE} * 2")
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 1 ARGS 3 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 2
+  ENVS ${NODECOLL_REDUCE_NODE_ENVS} ${NODECOLL_REDUCE_MULTI_ENVS} ARGS 1 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 3 4 ENVS ${NODECOLL_REDUCE_NODE_ENVS} ARGS 2 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 3 4 ENVS ${NODECOLL_REDUCE_MULTI_ENVS}
+  ARGS ${NODECOLL_REDUCE_MULTI_STRIDE} LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 6
+  ENVS "default:" "tree:NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2" ARGS 4 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 6
+  ENVS "nodes3:NODECOLL_RANKS_PER_NODE=2" "cyclic3:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+  ARGS ${NODECOLL_REDUCE_MULTI_STRIDE6} LABELS quick)
