@@ -91,7 +91,7 @@ python=/usr/bin/python3
 say "plotting"
 head -1 "$(ls "$stage"/*.csv | head -1)" >"$stage/results/results.csv"
 for f in "$stage"/*.csv; do tail -n +2 "$f" >>"$stage/results/results.csv"; done
-"$python" "$root/tools/bench/plot.py" "${jsons[@]}" --out "$stage/results.md" \
+"$python" "$root/tools/bench/plot.py" "${jsons[@]}" --out "$stage/results.md" --focused-dir "$root/docs" \
     --img-dir "$stage/results" --command "$command_line" --seconds $((SECONDS - start))
 
 # Replace the previous report only now that the new one is complete.

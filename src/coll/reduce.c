@@ -189,21 +189,25 @@ static void tree_reduce(nc_comm *c, const char *send, char *recv, size_t count, 
     }
 }
 
-/* Every rank publishes its input and folds all of them: the same code on the same inputs
- * in the same order, so every rank holds the same bits without a fan-out step. */
-static void flat_allreduce(nc_comm *c, const char *send, char *recv, size_t count, const nc_reduction *r)
+/* Every rank publishes its input and folds elements [lo, hi) of all of them into recv
+ * (recv[0] is element lo): the same code on the same inputs gives every rank the same bits.
+ * Allreduce folds everything; Reduce_scatter only its own block. */
+static void flat_reduce_range(nc_comm *c, const char *send, char *recv, size_t count, size_t lo, size_t hi,
+                              const nc_reduction *r)
 {
     nc_node *n = &c->node;
     frag_plan p = plan_fragments(n, count, r->elem_size);
     for (uint64_t k = 0; k < p.nfrag; k++) {
         uint64_t g = p.g0 + k;
-        size_t cnt = frag_count(&p, k), off = frag_first(&p, k) * p.elem, len = cnt * p.elem;
+        size_t first = frag_first(&p, k), cnt = frag_count(&p, k), off = first * p.elem, len = cnt * p.elem;
         char *mine = copy_to_slot(n, p.place, g, send + off, len); /* my input from here on (in place) */
         publish_frag(n, &p, g);
-        for (int q = n->size - 1; q >= 0; q--) {
-            const char *src = q == n->rank ? mine : peer_frag(n, &p, q, g);
-            if (q == n->size - 1) copy_bytes(recv + off, src, len);
-            else fold(r, src, recv + off, cnt);
+        size_t from = first > lo ? first : lo, to = min_size(first + cnt, hi);
+        for (int q = n->size - 1; q >= 0 && from < to; q--) {
+            const char *src = (q == n->rank ? mine : peer_frag(n, &p, q, g)) + (from - first) * p.elem;
+            char *dst = recv + (from - lo) * p.elem;
+            if (q == n->size - 1) copy_bytes(dst, src, (to - from) * p.elem);
+            else fold(r, src, dst, to - from);
         }
         consumed(n, g);
     }
@@ -571,7 +575,7 @@ static nc_alg_id node_allreduce(nc_comm *c, nc_coll_id coll, const char *send, c
         run_slices(c, alg, send, recv, first, r, DELIVER_ALL);
         free(first);
     } else if (alg == NC_ALG_FLAT) {
-        flat_allreduce(c, send, recv, count, r);
+        flat_reduce_range(c, send, recv, count, 0, count, r);
     } else if (alg == NC_ALG_RECURSIVE_DOUBLING) {
         recursive_doubling(c, send, recv, count, r);
     } else {
@@ -654,6 +658,9 @@ int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv,
     nc_alg_id alg = nc_comm_multinode(c) ? NC_ALG_COUNT : slice_alg(c, coll, total * es);
     if (alg == NC_ALG_CMA || alg == NC_ALG_SHM) {
         run_slices(c, alg, send, recv, first, r, DELIVER_OWN);
+        nc_stats_count(coll, alg, total * es);
+    } else if (alg == NC_ALG_FLAT) {
+        flat_reduce_range(c, send, recv, total, first[c->rank], first[c->rank + 1], r);
         nc_stats_count(coll, alg, total * es);
     } else {
         char *all = scratch(&c->node, SCRATCH_VECTOR, total * es);

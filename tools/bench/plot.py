@@ -365,7 +365,7 @@ def report(runs, colls, images, args):
     for coll in colls:
         rel = os.path.relpath(images[coll], md_dir)
         lines += [f"### {coll}", "", f"![{coll}]({rel})", ""] + size_table(runs, coll) + [""]
-    lines += focused_reports(md_dir)
+    lines += focused_reports(args.focused_dir or md_dir)
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
 
@@ -375,6 +375,8 @@ def main(argv):
     ap.add_argument("runs", nargs="+", help="JSON files written by nodecoll-bench --json")
     ap.add_argument("--out", default="results.md", help="Markdown report to write")
     ap.add_argument("--img-dir", default=None, help="where PNGs go (default: next to --out)")
+    ap.add_argument("--focused-dir", default=None,
+                    help="where the hand-written results-*.md reports live (default: next to --out)")
     ap.add_argument("--command", default="", help="command line named in the report header")
     ap.add_argument("--seconds", type=float, default=0, help="duration named in the header")
     args = ap.parse_args(argv)
