@@ -44,6 +44,10 @@ typedef struct nc_bridge {
     /* Point-to-point among leaders: posts every receive and send, then waits for all
      * (any size: the adapter splits what MPI's int counts cannot carry). */
     int (*exchange)(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs);
+    /* The same on the whole communicator (peers are comm ranks), with at most `window` sends
+     * in flight (0: all at once), posted in the order given. */
+    int (*comm_exchange)(void *comm_ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs,
+                         int window);
 } nc_bridge;
 
 

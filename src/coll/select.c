@@ -9,9 +9,8 @@
  * ranks and the message has at least `min_bytes_setting` and at most `max_bytes_setting`
  * bytes (all read from the agreed settings, so every rank decides alike), and what the row
  * `needs` holds: single-copy on this node, single-copy on every node (a data-movement
- * collective reads across the whole node from any rank), or a communicator on one node.
- * Reductions count the bytes of the whole vector. */
-enum { NEEDS_CMA = 1, NEEDS_CMA_EVERYWHERE = 2, NEEDS_ONE_NODE = 4 };
+ * collective reads across the whole node from any rank).  Reductions count the bytes of the whole vector. */
+enum { NEEDS_CMA = 1, NEEDS_CMA_EVERYWHERE = 2 };
 
 typedef struct nc_rule {
     nc_coll_id coll;
@@ -26,12 +25,6 @@ typedef struct nc_rule {
 #define NC_MOVE_RULES(coll)                                                            \
     {coll, NC_ALG_CMA, NC_ANY, NC_ANY, NC_ANY, NEEDS_CMA_EVERYWHERE},                   \
     {coll, NC_ALG_PMPI_NO_CMA, NC_ANY, NC_ANY, NC_ANY, 0}
-/* Alltoall* across nodes is not aggregated by the leaders yet. */
-#define NC_ALLTOALL_RULES(coll)                                                        \
-    {coll, NC_ALG_CMA, NC_ANY, NC_ANY, NC_ANY, NEEDS_CMA_EVERYWHERE | NEEDS_ONE_NODE},  \
-    {coll, NC_ALG_PMPI_MULTINODE, NC_ANY, NC_ANY, NC_ANY, NEEDS_CMA_EVERYWHERE},        \
-    {coll, NC_ALG_PMPI_NO_CMA, NC_ANY, NC_ANY, NC_ANY, 0}
-
 static const nc_rule rules[] = {
     {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_ANY, NC_ANY, NC_ANY, 0},
     {NC_COLL_BCAST, NC_ALG_CMA, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NEEDS_CMA},
@@ -56,12 +49,10 @@ static const nc_rule rules[] = {
     NC_MOVE_RULES(NC_COLL_GATHER), NC_MOVE_RULES(NC_COLL_GATHERV),
     NC_MOVE_RULES(NC_COLL_SCATTER), NC_MOVE_RULES(NC_COLL_SCATTERV),
     NC_MOVE_RULES(NC_COLL_ALLGATHER), NC_MOVE_RULES(NC_COLL_ALLGATHERV),
-    NC_ALLTOALL_RULES(NC_COLL_ALLTOALL), NC_ALLTOALL_RULES(NC_COLL_ALLTOALLV),
-    NC_ALLTOALL_RULES(NC_COLL_ALLTOALLW),
+    NC_MOVE_RULES(NC_COLL_ALLTOALL), NC_MOVE_RULES(NC_COLL_ALLTOALLV), NC_MOVE_RULES(NC_COLL_ALLTOALLW),
 };
 #undef NC_ANY
 #undef NC_MOVE_RULES
-#undef NC_ALLTOALL_RULES
 
 /* An explicit NODECOLL_<COLL>_ALG setting bypasses the table. */
 static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
@@ -103,7 +94,6 @@ static int rule_applies(const nc_rule *r, const nc_comm *c, size_t bytes)
         return 0;
     if (r->max_bytes_setting != NC_NO_SETTING && (int64_t)bytes > setting(c, r->max_bytes_setting))
         return 0;
-    if ((r->needs & NEEDS_ONE_NODE) && nc_comm_multinode(c)) return 0;
     if ((r->needs & NEEDS_CMA) && !c->node.cma) return 0;
     return !(r->needs & NEEDS_CMA_EVERYWHERE) || c->cma_everywhere;
 }

@@ -80,6 +80,9 @@
   X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
     "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (seed 001's bins; " \
     "zero-size peers are always skipped).") \
+  X(alltoall_window,     INT, 32,        0, 1000000,  NULL, \
+    "Alltoall/Alltoallv/Alltoallw across nodes: sends in flight at once to remote ranks (0: all; every " \
+    "receive is posted first, so any window is deadlock-free).") \
   X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
     "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
     "doubling or dissemination for small or skewed ones; recursive doubling needs a power-of-two node count).") \

@@ -122,22 +122,41 @@ static int post_pieces(const nc_xfer *x, int n, int send, MPI_Comm comm, MPI_Req
     return MPI_SUCCESS;
 }
 
-static int bridge_exchange(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs)
+/* Every receive is posted before the first send, so any number of sends may wait in
+ * flight without deadlock; `window` bounds how many do (0: no bound), in the order given. */
+static int exchange_on(MPI_Comm comm, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs, int window)
 {
-    MPI_Comm comm = *(MPI_Comm *)ctx;
-    int total = 0, nreq = 0;
-    for (int i = 0; i < nsends; i++) total += pieces_of(sends[i].bytes);
-    for (int i = 0; i < nrecvs; i++) total += pieces_of(recvs[i].bytes);
+    int nrecv_pieces = 0, nsend_pieces = 0, nreq = 0;
+    for (int i = 0; i < nsends; i++) nsend_pieces += pieces_of(sends[i].bytes);
+    for (int i = 0; i < nrecvs; i++) nrecv_pieces += pieces_of(recvs[i].bytes);
+    int total = nrecv_pieces + nsend_pieces;
     MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(total ? total : 1));
-    if (!req) nc_fatal("out of memory for %d bridge requests", total);
+    if (!req) nc_fatal("out of memory for %d point-to-point requests", total);
     int err = post_pieces(recvs, nrecvs, 0, comm, req, &nreq);
-    if (err == MPI_SUCCESS) err = post_pieces(sends, nsends, 1, comm, req, &nreq);
+    int first_send = nreq, oldest = nreq;
+    for (int i = 0; i < nsends && err == MPI_SUCCESS; i++) {
+        while (err == MPI_SUCCESS && window > 0 && nreq - oldest >= window) /* retire the oldest */
+            err = PMPI_Wait(&req[oldest++], MPI_STATUS_IGNORE);
+        if (err == MPI_SUCCESS) err = post_pieces(&sends[i], 1, 1, comm, req, &nreq);
+    }
+    /* Wait for every request that was posted, even after an error, so none outlives its buffer. */
     for (int i = 0; i < nreq; i++) { /* (MPICH's MPI_STATUSES_IGNORE upsets GCC's bounds checks) */
+        if (i >= first_send && i < oldest) continue; /* retired above */
         int e = PMPI_Wait(&req[i], MPI_STATUS_IGNORE);
         if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
     }
     free(req);
     return err;
+}
+
+static int bridge_exchange(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs)
+{
+    return exchange_on(*(MPI_Comm *)ctx, sends, nsends, recvs, nrecvs, 0);
+}
+
+static int comm_exchange(void *comm_ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs, int window)
+{
+    return exchange_on(*(MPI_Comm *)comm_ctx, sends, nsends, recvs, nrecvs, window);
 }
 
 /* A node's blocks as one datatype over the buffer (pieces under 1 GiB: MPI counts are ints). */
@@ -265,7 +284,8 @@ static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t b
 static nc_bridge make_bridge(MPI_Comm *bridge_comm, MPI_Comm *whole_comm, int size, int rank)
 {
     return (nc_bridge){bridge_comm, size, rank, bridge_barrier, bridge_bcast, bridge_allreduce, bridge_reduce,
-                       bridge_exscan, whole_comm, comm_allgather, bridge_allgather_blocks, bridge_exchange};
+                       bridge_exscan, whole_comm, comm_allgather, bridge_allgather_blocks, bridge_exchange,
+                       comm_exchange};
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
