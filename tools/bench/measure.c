@@ -116,14 +116,30 @@ static size_t pool_sets(const struct arena *a, size_t stride)
     return n % SET_HOP ? n : n - 1; /* the hop must be coprime to the set count */
 }
 
-static void setup_vectors(struct arena *a, const struct point *pt)
+static int pattern_count(const struct point *pt, int nranks, int rank, int peer)
 {
-    for (int i = 0; i < a->nranks; i++) {
-        a->counts[i] = pt->count;
-        a->displs[i] = i * pt->count;
-        a->bdispls[i] = (int)((size_t)i * pt->bytes);
-        a->types[i] = pt->dt->type;
+    switch (pt->coll->pattern) {
+    case PAT_SKEWED: return peer == 0 ? pt->count : 1;
+    case PAT_RING: {
+        int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+        return peer != rank && (peer == right || peer == left) ? pt->count : 0;
     }
+    default: return pt->count;
+    }
+}
+
+/* Blocks back to back; returns this rank's own send count (Allgatherv's differs by rank). */
+static int setup_vectors(struct arena *a, const struct point *pt)
+{
+    size_t at = 0;
+    for (int i = 0; i < a->nranks; i++) {
+        a->counts[i] = pattern_count(pt, a->nranks, a->rank, i);
+        a->displs[i] = (int)at;
+        a->bdispls[i] = (int)(at * pt->dt->size);
+        a->types[i] = pt->dt->type;
+        at += (size_t)a->counts[i];
+    }
+    return pt->coll->pattern == PAT_SKEWED ? a->counts[a->rank] : pt->count;
 }
 
 static void fill_send(struct run_state *st, char *sbuf, unsigned seed)
@@ -139,8 +155,8 @@ static void state_init(struct run_state *st, struct arena *a, const struct point
     memset(st, 0, sizeof *st);
     st->a = a;
     st->pt = pt;
-    setup_vectors(a, pt);
-    st->call = (struct call){.count = pt->count, .type = pt->dt->type, .op = o->op->op,
+    int count = setup_vectors(a, pt);
+    st->call = (struct call){.count = count, .type = pt->dt->type, .op = o->op->op,
                              .root = root_of(pt->root_pattern, a->nranks, 0),
                              .comm = MPI_COMM_WORLD, .counts = a->counts, .displs = a->displs,
                              .bdispls = a->bdispls, .types = a->types};
@@ -375,7 +391,9 @@ void measure_point(struct arena *a, const struct options *o, const struct point 
     }
     gather_times(&st, mine, res->rounds, res->k, res);
     free(mine);
-    stats_moved(before, pt->coll->name, res->algs, sizeof res->algs);
+    char call[32];
+    coll_call_name(pt->coll, call, sizeof call);
+    stats_moved(before, call, res->algs, sizeof res->algs);
     bad = bad > 0;
     if (o->check) PMPI_Allreduce(&bad, &res->check, 1, MPI_INT, MPI_SUM, st.call.comm);
 }
