@@ -150,8 +150,8 @@ static const struct coll table[] = {
     {"alltoallw", run_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
     /* Seed 001's nonuniform cases (size: the large block / the block per neighbour).  Bounds:
      * every rank writes the large block; a ring rank reads and writes two blocks. */
-    {"allgatherv_skewed", run_allgatherv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
-    {"alltoallw_ring", run_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
+    {"allgatherv_skewed", run_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
+    {"alltoallw_ring", run_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
     {"reduce_scatter", run_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
     {"reduce_scatter_block", run_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
      {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
