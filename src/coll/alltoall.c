@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "move.h"
+#include "../core/team.h"
 #include "select.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
@@ -64,17 +65,36 @@ static int publish_spans(nc_comm *c, uint64_t seq, const nc_vec *send, int *nrea
     return in_slot;
 }
 
-/* Seed 001's bins: zero (skipped), small (read first), large. */
-static void read_bin(nc_comm *c, uint64_t seq, const nc_vec *recv, int small)
+typedef struct bin_reads {
+    nc_comm *c;
+    uint64_t seq;
+    const nc_vec *recv;
+    int *peers;
+} bin_reads;
+
+static void read_peer(void *ctx, size_t k)
 {
-    size_t limit = (size_t)c->cfg.alltoall_small;
+    bin_reads *b = ctx;
+    int i = b->peers[k];
+    nc_pub p = nc_move_await(b->c, b->c->node_rank_of[i], b->seq);
+    nc_move_read_span(b->c, &p, b->c->rank, nc_vec_at(b->recv, i), nc_vec_len(b->recv, i));
+}
+
+/* Seed 001's bins: zero (skipped), small (read first), large.  A thread team divides the
+ * peers of a bin among its threads (seed 004's "Group"). */
+static void read_bin(nc_comm *c, uint64_t seq, const nc_vec *recv, int small, int *peers)
+{
+    size_t limit = (size_t)c->cfg.alltoall_small, bytes = 0;
+    int count = 0;
     for (int j = 1; j < c->size; j++) {
         int i = (c->rank + j) % c->size;
         size_t len = nc_vec_len(recv, i);
         if (!len || (len <= limit) != small || !on_my_node(c, i)) continue;
-        nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
-        nc_move_read_span(c, &p, c->rank, nc_vec_at(recv, i), len);
+        peers[count++] = i;
+        bytes += len;
     }
+    bin_reads b = {c, seq, recv, peers};
+    nc_par_each(read_peer, &b, (size_t)count, bytes);
 }
 
 /* The remote part: every receive posted at once, then the sends, small bin first, in a
@@ -115,8 +135,10 @@ int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *
     }
     int nreaders;
     int in_slot = publish_spans(c, seq, send, &nreaders);
-    read_bin(c, seq, recv, 1);
-    read_bin(c, seq, recv, 0);
+    int *peers = nc_move_alloc(sizeof(int) * (size_t)c->size);
+    read_bin(c, seq, recv, 1, peers);
+    read_bin(c, seq, recv, 0, peers);
+    free(peers);
     /* My readers never wait on a remote rank: my reads are done before the remote part. */
     nc_move_done(n, seq);
     int err = nc_comm_multinode(c) ? exchange_remote(c, send, recv) : 0;

@@ -5,6 +5,7 @@
 
 #include "../core/cma.h"
 #include "../core/fatal.h"
+#include "../core/team.h"
 
 size_t nc_move_table_bytes(const nc_comm *c)
 {
@@ -83,9 +84,9 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
     if (p->in_slot) {
         memcpy(dst, nc_node_move_area(n, p->rank) + nc_move_table_bytes(c) + off, len);
     } else if (p->rank == n->rank) {
-        memcpy(dst, p->base + off, len);
-    } else {
-        int err = nc_cma_read(n->pids[p->rank], p->base + off, dst, len);
+        nc_par_copy(dst, p->base + off, len);
+    } else { /* a large read: the caller's thread team, if any, shares it */
+        int err = nc_par_cma(0, n->pids[p->rank], (void *)(p->base + off), dst, len);
         if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", p->rank, err);
     }
 }

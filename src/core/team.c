@@ -36,6 +36,9 @@ static void run_share(nc_team *t, const nc_job *j, int i)
     case NC_JOB_CMA_READ: err = nc_cma_read(j->pid, j->src + first, j->dst + first, len); break;
     case NC_JOB_CMA_WRITE: err = nc_cma_write(j->pid, j->dst + first, j->src + first, len); break;
     case NC_JOB_REDUCE: j->op.fn(j->src + first, j->dst + first, len / j->grain, j->op.ctx); break;
+    case NC_JOB_EACH:
+        for (size_t k = first; k < first + len; k++) j->each(j->ctx, k);
+        break;
     case NC_JOB_EXIT: break;
     }
     if (err) {
@@ -84,20 +87,26 @@ int nc_team_serve(nc_team *t, int thread)
     }
 }
 
-/* Runs j over as many threads as its size warrants: the leader takes share 0. */
+/* Runs j over as many threads as its size warrants (never more than it has grains): the
+ * leader takes share 0, as a plain thread (no job started inside a job). */
 static int run_job(nc_job j, size_t bytes)
 {
     nc_team *t = leading;
-    size_t parts = t ? bytes / t->part_min : 1;
+    size_t parts = t ? bytes / t->part_min : 1, units = j.bytes / j.grain;
+    if (parts > units) parts = units;
     j.parts = parts < 2 ? 1 : parts > (size_t)t->threads ? t->threads : (int)parts;
     if (j.parts == 1) {
         nc_team solo = {.job = j};
         atomic_init(&solo.error, 0);
+        leading = NULL;
         run_share(&solo, &j, 0);
+        leading = t;
         return atomic_load(&solo.error);
     }
     post(t, &j, 0);
+    leading = NULL;
     run_share(t, &j, 0);
+    leading = t;
     for (int i = 1; i < j.parts; i++) nc_wait_ge(&t->done[i], t->jobs, &t->wait);
     return atomic_load(&t->error);
 }
@@ -128,4 +137,13 @@ void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t c
     size_t bytes = count * op->elem_size;
     run_job((nc_job){.kind = NC_JOB_REDUCE, .dst = inout, .src = in, .bytes = bytes, .grain = op->elem_size,
                      .op = *op}, bytes);
+}
+
+void nc_par_each(void (*fn)(void *ctx, size_t item), void *ctx, size_t items, size_t bytes)
+{
+    if (!leading || items == 1) { /* (one item: its own copies may still be shared) */
+        for (size_t k = 0; k < items; k++) fn(ctx, k);
+        return;
+    }
+    run_job((nc_job){.kind = NC_JOB_EACH, .each = fn, .ctx = ctx, .bytes = items, .grain = 1}, bytes);
 }

@@ -16,7 +16,7 @@
 
 #define NC_TEAM_MAX 64
 
-typedef enum { NC_JOB_COPY, NC_JOB_CMA_READ, NC_JOB_CMA_WRITE, NC_JOB_REDUCE, NC_JOB_EXIT } nc_job_kind;
+typedef enum { NC_JOB_COPY, NC_JOB_CMA_READ, NC_JOB_CMA_WRITE, NC_JOB_REDUCE, NC_JOB_EACH, NC_JOB_EXIT } nc_job_kind;
 
 typedef struct nc_job {
     nc_job_kind kind;
@@ -27,6 +27,8 @@ typedef struct nc_job {
     size_t grain;        /* element size for reductions, 64 (a cache line) otherwise */
     pid_t pid;           /* peer of a single-copy job */
     nc_reduction op;
+    void (*each)(void *ctx, size_t item); /* NC_JOB_EACH: `bytes` items, grain 1 */
+    void *ctx;
 } nc_job;
 
 typedef struct nc_team {
@@ -54,5 +56,8 @@ int nc_team_serve(nc_team *t, int thread);
 void nc_par_copy(void *dst, const void *src, size_t bytes);
 int nc_par_cma(int write, pid_t pid, void *remote, void *local, size_t bytes);
 void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t count);
+/* fn(ctx, 0 .. items-1), the items divided into consecutive groups among the team's threads
+ * (seed 004's "Group": each thread serves its own peers); `bytes` is the work they move. */
+void nc_par_each(void (*fn)(void *ctx, size_t item), void *ctx, size_t items, size_t bytes);
 
 #endif

@@ -44,23 +44,45 @@ static void *run_job(void *arg)
     return NULL;
 }
 
-/* --team: thread 0 makes `calls` team Bcasts (or Allreduces of doubles) of `bytes`,
- * helped by threads-1 threads. */
+/* --team: thread 0 makes `calls` team Bcasts, Allreduces (of doubles) or Alltoallvs (`bytes`
+ * to every rank) of `bytes`, helped by threads-1 threads. */
+enum team_kind { TEAM_BCAST, TEAM_ALLREDUCE, TEAM_ALLTOALLV };
+
 typedef struct team_helper {
     nodecoll_team team;
-    int thread, calls, allreduce;
+    int thread, calls;
+    enum team_kind kind;
 } team_helper;
 
-static int team_call(nodecoll_team team, int thread, int allreduce, char *in, char *out, int bytes)
+static int a2a_counts[1024], a2a_displs[1024]; /* uniform Alltoallv: `bytes` per rank */
+
+static int team_call(nodecoll_team team, int thread, enum team_kind kind, char *in, char *out, int bytes)
 {
-    if (allreduce) return nodecoll_team_allreduce(team, thread, in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return nodecoll_team_bcast(team, thread, in, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    switch (kind) {
+    case TEAM_ALLREDUCE:
+        return nodecoll_team_allreduce(team, thread, in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    case TEAM_ALLTOALLV:
+        return nodecoll_team_alltoallv(team, thread, in, a2a_counts, a2a_displs, MPI_BYTE, out, a2a_counts,
+                                       a2a_displs, MPI_BYTE, MPI_COMM_WORLD);
+    default: return nodecoll_team_bcast(team, thread, in, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+}
+
+static int host_call(enum team_kind kind, char *in, char *out, int bytes)
+{
+    switch (kind) {
+    case TEAM_ALLREDUCE: return PMPI_Allreduce(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    case TEAM_ALLTOALLV:
+        return PMPI_Alltoallv(in, a2a_counts, a2a_displs, MPI_BYTE, out, a2a_counts, a2a_displs, MPI_BYTE,
+                              MPI_COMM_WORLD);
+    default: return PMPI_Bcast(in, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
 }
 
 static void *serve_team(void *arg)
 {
     team_helper *h = arg;
-    for (int i = 0; i < h->calls; i++) team_call(h->team, h->thread, h->allreduce, NULL, NULL, 0);
+    for (int i = 0; i < h->calls; i++) team_call(h->team, h->thread, h->kind, NULL, NULL, 0);
     return NULL;
 }
 
@@ -71,33 +93,30 @@ static double slowest_rank(double mine)
     return slowest;
 }
 
-static double time_team(int threads, int calls, int bytes, int allreduce, char *in, char *out)
+static double time_team(int threads, int calls, int bytes, enum team_kind kind, char *in, char *out)
 {
     nodecoll_team team;
     pthread_t tid[64];
     team_helper helpers[64];
     nodecoll_team_create(threads, &team);
     for (int t = 1; t < threads; t++) {
-        helpers[t] = (team_helper){team, t, calls, allreduce};
+        helpers[t] = (team_helper){team, t, calls, kind};
         pthread_create(&tid[t], NULL, serve_team, &helpers[t]);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < calls; i++) team_call(team, 0, allreduce, in, out, bytes);
+    for (int i = 0; i < calls; i++) team_call(team, 0, kind, in, out, bytes);
     double mine = MPI_Wtime() - t0;
     for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
     nodecoll_team_free(&team);
     return slowest_rank(mine) / calls;
 }
 
-static double time_host(int calls, int bytes, int allreduce, char *in, char *out)
+static double time_host(int calls, int bytes, enum team_kind kind, char *in, char *out)
 {
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < calls; i++) {
-        if (allreduce) PMPI_Allreduce(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        else PMPI_Bcast(in, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-    }
+    for (int i = 0; i < calls; i++) host_call(kind, in, out, bytes);
     return slowest_rank(MPI_Wtime() - t0) / calls;
 }
 
@@ -106,17 +125,22 @@ static double median(double *v, int n);
 /* Microseconds per team call for 1..max_threads threads, against the host's call. */
 static void team_sweep(const char *coll, int max_threads, int calls, int bytes, int rounds, int rank)
 {
-    int allreduce = !strcmp(coll, "allreduce");
-    char *in = calloc(1, (size_t)bytes + 8), *out = calloc(1, (size_t)bytes + 8);
+    enum team_kind kind = !strcmp(coll, "allreduce") ? TEAM_ALLREDUCE
+                          : !strcmp(coll, "alltoallv") ? TEAM_ALLTOALLV : TEAM_BCAST;
+    int ranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    for (int i = 0; i < ranks && i < 1024; i++) a2a_counts[i] = bytes, a2a_displs[i] = i * bytes;
+    size_t room = (size_t)bytes * (kind == TEAM_ALLTOALLV ? (size_t)ranks : 1) + 8;
+    char *in = calloc(1, room), *out = calloc(1, room);
     double host[99], one = 0;
-    for (int r = 0; r < rounds; r++) host[r] = time_host(calls, bytes, allreduce, in, out);
+    for (int r = 0; r < rounds; r++) host[r] = time_host(calls, bytes, kind, in, out);
     if (!rank)
         printf("# team %s %d B, %d calls, median of %d rounds; host %s %.1f us\n"
                "# threads   us/call   vs 1 thread   x host\n", coll, bytes, calls, rounds, coll,
                1e6 * median(host, rounds));
     for (int threads = 1; threads <= max_threads; threads *= 2) {
         double secs[99];
-        for (int r = 0; r < rounds; r++) secs[r] = time_team(threads, calls, bytes, allreduce, in, out);
+        for (int r = 0; r < rounds; r++) secs[r] = time_team(threads, calls, bytes, kind, in, out);
         double us = 1e6 * median(secs, rounds);
         if (threads == 1) one = us;
         if (!rank) printf("  %7d  %8.1f   %9.2fx   %6.2fx\n", threads, us, one / us, 1e6 * median(host, rounds) / us);
@@ -143,12 +167,13 @@ static double time_threads(const variant *v, MPI_Comm *comms, int threads, int c
 
 static void usage(void)
 {
-    printf("usage: mpirun -np P nodecoll-bench-threads [--coll bcast|barrier] [--bytes N]\n"
+    printf("usage: mpirun -np P nodecoll-bench-threads [--coll bcast|barrier|allreduce|alltoallv] [--bytes N]\n"
            "                     [--calls N] [--max-threads T] [--rounds R] [--team]\n"
            "Aggregate calls/s of T threads per rank, each on its own communicator, nodecoll\n"
            "against the host MPI (median of R alternating rounds; slowest rank).\n"
            "--team: instead, time per call of a team of T threads per rank\n"
-           "(nodecoll_team_bcast, or --coll allreduce: nodecoll_team_allreduce on doubles)\n"
+           "(nodecoll_team_bcast; --coll allreduce: nodecoll_team_allreduce on doubles;\n"
+           "--coll alltoallv: nodecoll_team_alltoallv, --bytes to every rank)\n"
            "against one thread and against the host's call.\n");
 }
 
@@ -178,7 +203,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--team")) team = 1;
         else { usage(); return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0; }
     }
-    int known = !strcmp(coll, "bcast") || !strcmp(coll, team ? "allreduce" : "barrier");
+    int known = !strcmp(coll, "bcast") || (team ? !strcmp(coll, "allreduce") || !strcmp(coll, "alltoallv")
+                                                 : !strcmp(coll, "barrier"));
     if (!known || max_threads < 1 || max_threads > 64 || rounds < 1 || rounds > 99) { usage(); return 2; }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
