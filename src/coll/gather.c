@@ -14,29 +14,44 @@
 #include "move.h"
 #include "select.h"
 #include "../core/fatal.h"
+#include "../core/team.h"
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 /* ---- one node ------------------------------------------------------------------------ */
 
+/* Small blocks travel through the sender's slot and the root copies them out; a large
+ * block is written by its sender straight into the root's receive buffer (the root
+ * publishes a span table over it), so the senders' copies run in parallel with each other
+ * and with the root's copy of its own block.  The sender alone decides by its own length;
+ * the root learns which way each block came from its publication. */
 static void gather_on_node(nc_comm *c, const void *send, size_t send_bytes, const nc_vec *recv, int root)
 {
     nc_node *n = &c->node;
     uint64_t seq = nc_move_round(n);
     int root_nr = c->node_rank_of[root];
     if (c->rank != root) {
-        if (send_bytes) nc_move_publish_block(c, seq, send, send_bytes, &root_nr, 1);
+        if (!send_bytes) return;
+        if (nc_move_use_slot(c, send_bytes)) {
+            nc_move_publish_block(c, seq, send, send_bytes, &root_nr, 1);
+            return;
+        }
+        nc_move_claim(c, NULL); /* my flag line is rewritten below: my last readers must be done */
+        nc_pub p = nc_move_await(c, root_nr, seq);
+        nc_span s = p.table[c->rank];
+        nc_move_write(c, &p, s.off, send, min_size(send_bytes, s.len));
+        nc_move_publish(n, seq, NULL, NC_PUB_PUSHED, 0);
         return;
     }
+    nc_span *table = nc_move_claim(c, NULL);
+    for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
+    nc_move_publish(n, seq, recv->base, 0, 0);
+    if (send) nc_par_copy(nc_vec_at(recv, root), send, min_size(nc_vec_len(recv, root), send_bytes));
     for (int i = 0; i < c->size; i++) {
         size_t len = nc_vec_len(recv, i);
-        if (!len) continue;
-        if (i == c->rank) {
-            if (send) memcpy(nc_vec_at(recv, i), send, min_size(len, send_bytes));
-            continue;
-        }
+        if (!len || i == root) continue;
         nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
-        nc_move_read(c, &p, 0, nc_vec_at(recv, i), min_size(len, p.bytes));
+        if (p.in_slot != NC_PUB_PUSHED) nc_move_read(c, &p, 0, nc_vec_at(recv, i), min_size(len, p.bytes));
     }
     nc_move_done(n, seq);
 }

@@ -91,6 +91,14 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
     }
 }
 
+void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len)
+{
+    nc_node *n = &c->node;
+    if (!len) return;
+    int err = nc_par_cma(1, n->pids[p->rank], (void *)(p->base + off), (void *)src, len);
+    if (err) nc_fatal("single-copy write to node rank %d failed (errno %d) after a successful probe", p->rank, err);
+}
+
 void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len)
 {
     nc_span s = p->table[comm_rank];

@@ -24,10 +24,14 @@ typedef struct nc_span {
     uint64_t off, len; /* bytes: from the published base (or the slot start) */
 } nc_span;
 
+/* A publication's in_slot value when the publisher has instead written its data into the
+ * reader's published buffer (gather's large blocks): nothing is left to read. */
+#define NC_PUB_PUSHED 2
+
 /* What a reader learnt from a publication (copied out of the publisher's flag line). */
 typedef struct nc_pub {
     int rank;          /* node rank of the publisher */
-    int in_slot;       /* data sits in the publisher's move area, not its buffer */
+    int in_slot;       /* 1: data sits in the publisher's move area, not its buffer; NC_PUB_PUSHED */
     const char *base;  /* the publisher's buffer (in its address space) */
     uint64_t bytes;    /* a single-block publication's length */
     const nc_span *table; /* the publisher's span table (shared memory), NULL if none */
@@ -58,6 +62,9 @@ void nc_move_release(nc_node *n, uint64_t seq, int in_slot, const int *readers, 
 nc_pub nc_move_await(nc_comm *c, int peer, uint64_t seq);
 /* Copies `len` bytes at offset `off` of a publication into `dst`. */
 void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len);
+/* Writes `len` bytes into a publication's buffer at offset `off` (its publisher asked for
+ * them with a span table over its own receive buffer). */
+void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len);
 /* Copies my span of a table publication: at most `len` bytes. */
 void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len);
 /* Tells publishers I have finished reading in round `seq`. */
