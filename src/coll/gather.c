@@ -1,9 +1,10 @@
 /* MPI_Gather(v) and MPI_Scatter(v) (seed 002's node-then-bridge shape, seed 001's rule that
  * zero-size peers are never contacted).
  *
- * One node: the root reads every non-empty block straight from its sender's buffer
- * (gather), or every receiver reads its block straight from the root's buffer (scatter),
- * one single-copy call per block; small blocks go through the publisher's slot (move.h).
+ * One node: every sender writes its block straight into the root's receive buffer (gather),
+ * or every receiver reads its block straight from the root's buffer (scatter), one
+ * single-copy call per block, so the copies run on all ranks at once; small blocks go
+ * through a slot (move.h).
  *
  * Several nodes: each node's blocks are collected at its leader (node-sorted), the leaders
  * exchange node blocks over the bridge with the root's leader, and the root (gather) or
