@@ -194,7 +194,7 @@ static void random_cases(int cases, uint64_t seed)
     uint64_t s = seed;
     int tested = 0;
     for (int id = 0; id < cases; id++) {
-        gtype *g = g_random(&s, 5, 0);
+        gtype *g = g_random(&s, 5, G_WITH_EMPTY);
         if (!g_layout(g)) {
             g_free(g);
             continue;
