@@ -93,7 +93,11 @@ typedef struct sample {
     int count;
     size_t size, total, span;
     unsigned char *mem, *base;
+    unsigned char *alloc; /* mem with a guard band each side: a host that writes outside
+                           * the bounds it reports (Open MPI 4.1 does, for some types)
+                           * must not corrupt the heap */
 } sample;
+#define GUARD 65536
 
 static int sample_make(sample *s, MPI_Datatype t, int count, size_t max_total, uint64_t *rng)
 {
@@ -104,8 +108,9 @@ static int sample_make(sample *s, MPI_Datatype t, int count, size_t max_total, u
     MPI_Count last = (MPI_Count)(count - 1) * extent;
     MPI_Count lo = tlb + (last < 0 ? last : 0), hi = tlb + textent + (last > 0 ? last : 0);
     if (size <= 0 || (size_t)(size * count) > max_total || hi - lo > (MPI_Count)max_total * 64) return 0;
-    *s = (sample){t, count, (size_t)size, (size_t)(size * count), (size_t)(hi - lo), NULL, NULL};
-    s->mem = malloc(s->span);
+    *s = (sample){t, count, (size_t)size, (size_t)(size * count), (size_t)(hi - lo), NULL, NULL, NULL};
+    s->alloc = malloc(s->span + 2 * GUARD);
+    s->mem = s->alloc + GUARD;
     s->base = s->mem - lo;
     for (size_t i = 0; i < s->span; i++) s->mem[i] = (unsigned char)t_rand(rng);
     return 1;
@@ -207,7 +212,7 @@ static int check_type(MPI_Datatype t, uint64_t *rng, const char *what)
     T_CHECK(nc_mpi_dtype(t) == d, "%s: the description is not cached", what);
     if (d && host_consistent(&s)) check_ranges(&s, d, rng, what);
     else host_inconsistent += d != NULL;
-    free(s.mem);
+    free(s.alloc);
     return d != NULL;
 }
 
@@ -287,15 +292,16 @@ static void bcast_types(int cases, uint64_t seed)
         int ok = sample_make(&mine, t, count, 1 << 20, &rng);
         if (ok) {
             host = mine;
-            host.mem = malloc(mine.span);
+            host.alloc = malloc(mine.span + 2 * GUARD);
+            host.mem = host.alloc + GUARD;
             memcpy(host.mem, mine.mem, mine.span);
             host.base = host.mem + (mine.base - mine.mem);
             MPI_Bcast(mine.base, count, t, root, MPI_COMM_WORLD);
             PMPI_Bcast(host.base, count, t, root, MPI_COMM_WORLD);
             T_CHECK(!memcmp(mine.mem, host.mem, mine.span), "bcast case %d (%d elements, root %d) differs",
                     i, count, root);
-            free(host.mem);
-            free(mine.mem);
+            free(host.alloc);
+            free(mine.alloc);
             ran++;
         }
         MPI_Type_free(&t);
