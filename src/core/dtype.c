@@ -180,7 +180,7 @@ static nc_dtype *make_vector(size_t count, size_t blocklen, ptrdiff_t stride, pt
     t->offset = offset;
     t->child = child;
     t->size = size;
-    t->runs = mul_saturating(copies, child->runs);
+    t->runs = mul_saturating(count * blocklen, child->runs); /* blocklen may have been folded */
     t->depth = child->depth + 1;
     return with_bounds(t, b);
 }
