@@ -56,7 +56,8 @@ static inline long g_rand(uint64_t *s, long lo, long hi)
  * packs past the extent). */
 enum { G_WITH_DARRAY = 1, G_WITH_EMPTY = 2, G_NO_BACKWARD_OVERLAP = 4 };
 /* G_NO_BACKWARD_OVERLAP: no (h)vector whose blocks step backwards by less than a block
- * (Open MPI 4.1 reports such a type as contiguous, forwards, with a wrong extent). */
+ * (Open MPI 4.1 reports such a type, and one stepping back by exactly a block, as contiguous,
+ * forwards, with a wrong extent). */
 
 static inline int g_layout(gtype *g);
 static inline long g_extent_of(gtype *g);
@@ -78,11 +79,15 @@ static inline gtype *g_random(uint64_t *s, int depth, int flags)
     g->blocklen = (int)g_rand(s, 0, 3);
     g->stride = g_rand(s, -5, 6);
     if (g->kind == G_HVECTOR) g->stride = g_rand(s, -40, 60);
+    if (!(flags & G_WITH_EMPTY)) { /* zero-length blocks, but never an empty type */
+        if (!g->count) g->count = 1;
+        if (!g->blocklen) g->blocklen = 1;
+    }
     if ((flags & G_NO_BACKWARD_OVERLAP) && (g->kind == G_VECTOR || g->kind == G_HVECTOR) &&
         g->stride < 0) {
         long unit = g->kind == G_VECTOR ? 1 : g_extent_of(g->kids[0]);
         if (unit < 0) g->stride = -g->stride;
-        else if (-g->stride < g->blocklen * unit) g->stride = -g->blocklen * unit - g_rand(s, 0, 2);
+        else if (-g->stride <= g->blocklen * unit) g->stride = -g->blocklen * unit - g_rand(s, 1, 3);
     }
     g->n = (int)g_rand(s, 1, G_MAX_N);
     for (int i = 0; i < g->n; i++) {
@@ -91,11 +96,7 @@ static inline gtype *g_random(uint64_t *s, int depth, int flags)
                                                                         : g_rand(s, -48, 64);
         if (g->kind == G_STRUCT && i) g->kids[i] = g_random(s, depth - 1, flags);
     }
-    if (!(flags & G_WITH_EMPTY)) { /* zero-length blocks, but never an empty type */
-        if (!g->count) g->count = 1;
-        if (!g->blocklen) g->blocklen = 1;
-        if (!g->blocklens[0]) g->blocklens[0] = 1;
-    }
+    if (!(flags & G_WITH_EMPTY) && !g->blocklens[0]) g->blocklens[0] = 1;
     g->ndims = (int)g_rand(s, 1, 3);
     g->order_c = (int)g_rand(s, 0, 1);
     for (int d = 0; d < g->ndims; d++) {

@@ -103,6 +103,7 @@ static int sample_make(sample *s, MPI_Datatype t, int count, size_t max_total, u
 {
     MPI_Count size, lb, extent, tlb, textent;
     MPI_Type_size_x(t, &size);
+    if (size <= 0) return 0; /* (and Open MPI's true bounds of an empty type overflow) */
     MPI_Type_get_extent_x(t, &lb, &extent);
     MPI_Type_get_true_extent_x(t, &tlb, &textent);
     MPI_Count last = (MPI_Count)(count - 1) * extent;

@@ -135,8 +135,13 @@ static nc_dtype *adopt_bounds(nc_dtype *d, const host_bounds *h)
         nc_dt_free(d);
         return NULL;
     }
-    d->true_lb = (ptrdiff_t)h->true_lb;
-    d->true_ub = (ptrdiff_t)(h->true_lb + h->true_extent);
+    MPI_Count true_ub;
+    if (h->size == 0 || __builtin_add_overflow(h->true_lb, h->true_extent, &true_ub)) {
+        d->true_lb = d->true_ub = 0; /* no data (Open MPI reports true_lb = LONG_MAX then) */
+    } else {
+        d->true_lb = (ptrdiff_t)h->true_lb;
+        d->true_ub = (ptrdiff_t)true_ub;
+    }
     return nc_dt_resized(d, (ptrdiff_t)h->lb, (ptrdiff_t)h->extent);
 }
 
