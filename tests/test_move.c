@@ -230,6 +230,57 @@ static void run_case(MPI_Comm comm, int pattern, int seed)
     for (int kind = 0; kind < (size > 1 ? 3 : 2); kind++) run_alltoall(comm, matrix, &rng, pattern, seed, (seed + kind) & 1, kind);
 }
 
+/* ---- derived datatypes ------------------------------------------------------------------ */
+
+/* Every family with a derived type that leaves gaps (one int every 8 bytes) on one side and
+ * MPI_INT on the other, as MPI allows when the type signatures match, and with derived
+ * types on both sides; the whole receive buffer, gaps included, must equal the host's. */
+static void run_derived(MPI_Comm comm, int seed)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Datatype gappy;
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gappy);
+    MPI_Type_commit(&gappy);
+    uint64_t rng = (uint64_t)seed * 104729u;
+    static const char *names[] = {"gather", "allgatherv", "scatter", "alltoall", "alltoallw"};
+    for (int call = 0; call < 5; call++)
+        for (int sides = 0; sides < 3; sides++) { /* derived send / derived receive / both */
+            int n = (int)(t_rand(&rng) % 40), root = (int)(t_rand(&rng) % (uint64_t)size);
+            MPI_Datatype st = sides != 1 ? gappy : MPI_INT, rt = sides != 0 ? gappy : MPI_INT;
+            size_t cap = (size_t)(2 * size * n + 4);
+            int *send = alloc_ints((int)cap, 0), *out[2], counts[MAXP], displs[MAXP], bytes[MAXP];
+            MPI_Datatype stypes[MAXP], rtypes[MAXP];
+            for (size_t k = 0; k < cap; k++) send[k] = value(seed, rank, call, (int)k);
+            for (int q = 0; q < size; q++) {
+                counts[q] = n, displs[q] = q * n;
+                stypes[q] = q % 2 ? st : MPI_INT, rtypes[q] = q % 2 ? rt : MPI_INT;
+                bytes[q] = q * n * 2 * (int)sizeof(int); /* room for the gappy form */
+            }
+            for (int a = 0; a < 2; a++) {
+                out[a] = alloc_ints((int)cap, -7);
+                switch (call) {
+                case 0: (a ? MPI_Gather : PMPI_Gather)(send, n, st, out[a], n, rt, root, comm); break;
+                case 1: (a ? MPI_Allgatherv : PMPI_Allgatherv)(send, n, st, out[a], counts, displs, rt, comm); break;
+                case 2: (a ? MPI_Scatter : PMPI_Scatter)(send, n, st, out[a], n, rt, root, comm); break;
+                case 3: (a ? MPI_Alltoall : PMPI_Alltoall)(send, n, st, out[a], n, rt, comm); break;
+                default:
+                    (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, counts, bytes, stypes, out[a], counts, bytes, rtypes, comm);
+                }
+            }
+            char what[64];
+            snprintf(what, sizeof what, "%s, derived %s", names[call], sides == 0 ? "send" : sides == 1 ? "receive" : "both");
+            check_same(out[1], out[0], (int)cap, what, 0, root);
+            free(out[0]);
+            free(out[1]);
+            free(send);
+        }
+    if (t_size > 1 && !getenv("NODECOLL_CMA"))
+        T_CHECK(nodecoll_stat_calls("allgatherv", "packed") > 0, "derived datatypes never took the packed path");
+    MPI_Type_free(&gappy);
+}
+
 /* ---- zero-size peers ------------------------------------------------------------------- */
 
 /* Rank 0 exchanges nothing; the others exchange a ring and arrive late.  Rank 0 must not
@@ -314,6 +365,7 @@ int main(int argc, char **argv)
     for (int seed = 1; seed <= cases; seed++)
         for (int p = 0; p < P_COUNT; p++) run_case(comm, p, seed);
     check_fast_path();
+    run_derived(comm, cases + 2);
     run_zero_peer_check(comm);
     run_errors(comm);
     /* The communicator still works after the errors. */

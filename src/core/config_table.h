@@ -107,6 +107,13 @@
   X(shared_chunk,        SIZE, 65536,    64, 1099511627776, NULL, \
     "Bytes one step of a node-shared Allreduce folds: the ranks of a node pass the result along in a " \
     "pipeline of pieces this size.") \
+  X(dtype_engine,        BOOL, 1,        0, 1,        NULL, \
+    "Pack and unpack derived datatypes with nodecoll's datatype engine (0: with the host MPI's " \
+    "MPI_Pack / MPI_Unpack).  Local to each process: the choice never changes which algorithm runs.") \
+  X(dtype_probe_max,     SIZE, 16777216, 0, 1099511627776, NULL, \
+    "Datatypes the decoder cannot read constructor by constructor (darray, large-count subarray, padded " \
+    "predefined pairs) are mapped byte by byte through MPI_Pack once, if one element spans at most this " \
+    "many bytes of memory; larger ones are packed by the host MPI.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \

@@ -5,7 +5,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "../core/config.h"
 #include "../core/fatal.h"
+#include "dtype_decode.h"
 
 static int committed_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
@@ -26,14 +28,9 @@ void nc_datatype_mark_committed(MPI_Datatype type)
 void nc_datatype_release_keyval(void)
 {
     if (committed_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&committed_keyval);
+    nc_mpi_dtype_release_keyval();
 }
 
-static int combiner_of(MPI_Datatype type)
-{
-    int ni, na, nd, combiner;
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return -1;
-    return combiner;
-}
 
 static int is_committed(MPI_Datatype type, int combiner)
 {
@@ -83,7 +80,7 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
         *dense = known->dense;
         return 0;
     }
-    int combiner = type == MPI_DATATYPE_NULL ? -1 : combiner_of(type);
+    int combiner = type == MPI_DATATYPE_NULL ? -1 : nc_mpi_type_combiner(type);
     if (combiner < 0 || !is_committed(type, combiner)) return 1;
     if (PMPI_Type_size(type, size) != MPI_SUCCESS) return 1;
     *dense = is_dense_named(type, combiner, *size);
@@ -115,6 +112,24 @@ static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)
     return MPI_SUCCESS;
 }
 
+/* Moves the whole buffer between the user's layout and the staging copy with the datatype
+ * engine; 0 (nothing moved) when the engine is off or cannot describe the type. */
+static int engine_move(nc_buffer *b, int unpack)
+{
+    const nc_dtype *d = nc_config_get()->dtype_engine ? nc_mpi_dtype(b->type) : NULL;
+    if (!d) return 0;
+    nc_dt_cursor c;
+    nc_dt_cursor_init(&c, d, b->user, (size_t)b->count, 0);
+    if (unpack) nc_dt_unpack(&c, b->staging, b->bytes);
+    else nc_dt_pack(&c, b->staging, b->bytes);
+    return 1;
+}
+
+int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack)
+{
+    return engine_move(b, unpack) ? MPI_SUCCESS : pack_in_pieces(b, comm, unpack);
+}
+
 int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
 {
     int size, dense;
@@ -130,7 +145,7 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
         nc_fatal("cannot allocate %zu bytes to pack a derived datatype", b->bytes);
     b->bytes_at = b->staging;
     if (fill) {
-        int err = pack_in_pieces(b, comm, 0);
+        int err = nc_buffer_transfer(b, comm, 0);
         if (err != MPI_SUCCESS) nc_fatal("MPI_Pack of a committed datatype failed (error %d)", err);
     }
     return 0;
@@ -140,7 +155,7 @@ int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain)
 {
     int err = MPI_SUCCESS;
     if (!b->staging) return MPI_SUCCESS;
-    if (drain) err = pack_in_pieces(b, comm, 1);
+    if (drain) err = nc_buffer_transfer(b, comm, 1);
     free(b->staging);
     b->staging = NULL;
     return err;

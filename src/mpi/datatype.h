@@ -20,6 +20,9 @@ typedef struct nc_buffer {
 /* 0 on success; non-zero means "leave this call to the host MPI" (invalid or uncommitted
  * type); the same on every rank whose arguments are valid.  `fill`: pack the user data now. */
 int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill);
+/* Packs the user data into b->staging (or unpacks it back) with the datatype engine, or the
+ * host's MPI_Pack where the engine is off or declines the type; an MPI error code. */
+int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack);
 /* Unpacks into the user buffer if `drain` and frees the staging copy; returns an MPI error code. */
 int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain);
 

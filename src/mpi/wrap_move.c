@@ -5,10 +5,9 @@
  * reports its own error class).
  *
  * Datatypes: predefined types whose elements lie back to back are used in place.  Any other
- * committed type is packed into a staging copy (counted "packed"), never sent to the host
+ * committed type is packed into a staging copy by the datatype engine (counted "packed"), never sent to the host
  * alone: MPI lets one rank describe its data with a derived type while its peers use a
  * predefined one, and a per-rank choice of path would leave the peers waiting in ours. */
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +46,12 @@ static void pack_blocks(move_vec *m, MPI_Comm comm, int unpack)
     for (int i = 0; i < m->n; i++) {
         size_t len = m->v.lens[i];
         if (!len) continue;
-        if (len > INT_MAX) nc_fatal("a block of %zu bytes of a derived datatype is beyond MPI_Pack's int", len);
         MPI_Aint lb, extent;
         PMPI_Type_get_extent(type_of(m, i), &lb, &extent);
-        char *user = m->user + user_offset(m, i, extent), *packed = m->v.base + m->v.offs[i];
-        int position = 0, err = unpack ? PMPI_Unpack(packed, (int)len, &position, user, count_of(m, i), type_of(m, i), comm)
-                                       : PMPI_Pack(user, count_of(m, i), type_of(m, i), packed, (int)len, &position, comm);
-        if (err != MPI_SUCCESS) nc_fatal("MPI_%s of a committed datatype failed (error %d)", unpack ? "Unpack" : "Pack", err);
+        char *packed = m->v.base + m->v.offs[i];
+        nc_buffer block = {packed, len, m->user + user_offset(m, i, extent), count_of(m, i), type_of(m, i), packed};
+        int err = nc_buffer_transfer(&block, comm, unpack);
+        if (err != MPI_SUCCESS) nc_fatal("%s of a committed datatype failed (error %d)", unpack ? "unpacking" : "packing", err);
     }
 }
 

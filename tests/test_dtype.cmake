@@ -1,0 +1,20 @@
+# Datatype engine (issue 6).  test_dtype_core: the core engine alone (no MPI) on random
+# datatype trees against a reference layout, plus fixed cases; a second seed as a fuzz run.
+add_executable(test_dtype_core test_dtype_core.c ${PROJECT_SOURCE_DIR}/src/core/dtype.c)
+target_include_directories(test_dtype_core PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME test_dtype_core COMMAND test_dtype_core 3000 6)
+add_test(NAME test_dtype_core.fuzz COMMAND test_dtype_core 3000 20261123)
+set_tests_properties(test_dtype_core test_dtype_core.fuzz PROPERTIES
+  LABELS "${NODECOLL_MPI};quick" TIMEOUT 120 ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1")
+
+# test_dtype: the engine against the host's MPI_Pack / MPI_Unpack on random datatype trees
+# (one rank), and MPI_Bcast of derived datatypes against PMPI_Bcast (2 and 3 ranks).  Linked
+# statically: it calls the decoder directly.
+add_executable(test_dtype test_dtype.c)
+target_link_libraries(test_dtype PRIVATE nodecoll_static MPI::MPI_C)
+target_include_directories(test_dtype PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+nodecoll_mpi_test(NAME test_dtype NP 1 ARGS 3000 1 LABELS quick)
+nodecoll_mpi_test(NAME test_dtype NP 2 ENVS "default:" "cma:NODECOLL_BCAST_ALG=cma"
+  "host:NODECOLL_DTYPE_ENGINE=0" ARGS 60 2 LABELS quick)
+nodecoll_mpi_test(NAME test_dtype NP 3 ENVS "shm:NODECOLL_BCAST_ALG=shm,NODECOLL_SEGMENT_SIZE=4K"
+  ARGS 20 3 LABELS quick)

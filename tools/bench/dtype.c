@@ -1,0 +1,215 @@
+/* nodecoll-bench-dtype: pack and unpack throughput of the datatype engine against memcpy of
+ * the same bytes and against the host MPI's MPI_Pack / MPI_Unpack, in one run, on one core;
+ * then seed 001's transpose (a column-major matrix as a derived type) for growing N.
+ *
+ * Usage: mpiexec -np 1 nodecoll-bench-dtype [packed MiB per shape, default 16] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi/dtype_decode.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+enum { OP_MEMCPY, OP_PACK, OP_UNPACK, OP_HOST_PACK, OP_HOST_UNPACK, OPS };
+static const char *op_names[OPS] = {"memcpy", "pack", "unpack", "host pack", "host unpack"};
+
+typedef struct run {
+    MPI_Datatype type;
+    int count;
+    char *user, *packed, *copy;
+    size_t bytes;
+    const nc_dtype *d;
+} run;
+
+static void once(const run *r, int op)
+{
+    nc_dt_cursor c;
+    int pos = 0;
+    switch (op) {
+    case OP_MEMCPY: memcpy(r->copy, r->packed, r->bytes); break;
+    case OP_PACK:
+        nc_dt_cursor_init(&c, r->d, r->user, (size_t)r->count, 0);
+        nc_dt_pack(&c, r->packed, r->bytes);
+        break;
+    case OP_UNPACK:
+        nc_dt_cursor_init(&c, r->d, r->user, (size_t)r->count, 0);
+        nc_dt_unpack(&c, r->packed, r->bytes);
+        break;
+    case OP_HOST_PACK:
+        MPI_Pack(r->user, r->count, r->type, r->packed, (int)r->bytes, &pos, MPI_COMM_SELF);
+        break;
+    default:
+        MPI_Unpack(r->packed, (int)r->bytes, &pos, r->user, r->count, r->type, MPI_COMM_SELF);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median seconds of one operation over 7 timed repetitions (after one warm-up). */
+static double median_time(const run *r, int op)
+{
+    double t[7];
+    once(r, op);
+    for (int i = 0; i < 7; i++) {
+        double t0 = now();
+        once(r, op);
+        t[i] = now() - t0;
+    }
+    qsort(t, 7, sizeof *t, cmp_double);
+    return t[3];
+}
+
+static void run_init(run *r, MPI_Datatype type, int count)
+{
+    MPI_Type_commit(&type);
+    MPI_Aint lb, extent, tlb, textent;
+    MPI_Type_get_extent(type, &lb, &extent);
+    MPI_Type_get_true_extent(type, &tlb, &textent);
+    int size;
+    MPI_Type_size(type, &size);
+    size_t span = (size_t)((count - 1) * extent + textent);
+    r->type = type;
+    r->count = count;
+    r->bytes = (size_t)size * (size_t)count;
+    r->user = (char *)malloc(span) - tlb;
+    r->packed = malloc(r->bytes);
+    r->copy = malloc(r->bytes);
+    memset(r->user + tlb, 1, span);
+    memset(r->packed, 2, r->bytes);
+    memset(r->copy, 3, r->bytes);
+    r->d = nc_mpi_dtype(type);
+}
+
+static void run_free(run *r)
+{
+    MPI_Aint tlb, textent;
+    MPI_Type_get_true_extent(r->type, &tlb, &textent);
+    free(r->user + tlb);
+    free(r->packed);
+    free(r->copy);
+    MPI_Type_free(&r->type);
+}
+
+/* One table row: GB/s of every operation, and the engine's gain over the host. */
+static void shape(const char *name, MPI_Datatype type, int count)
+{
+    run r;
+    run_init(&r, type, count);
+    if (!r.d) {
+        printf("%-28s not decoded\n", name);
+        run_free(&r);
+        return;
+    }
+    double gbs[OPS];
+    for (int op = 0; op < OPS; op++) gbs[op] = (double)r.bytes / median_time(&r, op) / 1e9;
+    printf("%-28s %9.1f %7.0f %7.2f %7.2f %7.2f %7.2f %7.2f %6.1fx %6.1fx\n", name,
+           (double)r.bytes / 1048576.0, nc_dt_mean_run(r.d), gbs[0], gbs[1], gbs[2], gbs[3], gbs[4],
+           gbs[1] / gbs[3], gbs[2] / gbs[4]);
+    run_free(&r);
+}
+
+static void shapes(size_t mib)
+{
+    size_t doubles = mib * 1048576 / 8;
+    printf("%-28s %9s %7s %7s %7s %7s %7s %7s %7s %7s\n", "shape (GB/s)", "MiB", "run B",
+           op_names[0], op_names[1], op_names[2], "h.pack", "h.unpk", "pack", "unpack");
+    static const int blocks[] = {1, 8, 64, 512};
+    for (int i = 0; i < 4; i++) { /* every other block of b doubles */
+        MPI_Datatype t;
+        MPI_Type_vector((int)(doubles / (size_t)blocks[i]), blocks[i], 2 * blocks[i], MPI_DOUBLE, &t);
+        char name[40];
+        snprintf(name, sizeof name, "vector %d doubles/block", blocks[i]);
+        shape(name, t, 1);
+    }
+    { /* blocks of 1..16 doubles with gaps of 1..16 doubles, pseudo-random */
+        int n = 0, at = 0, cap = (int)(doubles / 4);
+        int *len = malloc((size_t)cap * sizeof *len), *disp = malloc((size_t)cap * sizeof *disp);
+        unsigned x = 12345;
+        for (size_t total = 0; total < doubles && n < cap; n++) {
+            x = x * 1103515245u + 12345u;
+            len[n] = 1 + (int)((x >> 16) % 16);
+            disp[n] = at;
+            at += len[n] + 1 + (int)((x >> 8) % 16);
+            total += (size_t)len[n];
+        }
+        MPI_Datatype t;
+        MPI_Type_indexed(n, len, disp, MPI_DOUBLE, &t);
+        shape("indexed, irregular gaps", t, 1);
+        free(len);
+        free(disp);
+    }
+    { /* the faces of a 256^3 array of doubles: last index fixed (sparsest) and first fixed */
+        int sizes[3] = {256, 256, 256}, sub_x[3] = {256, 256, 1}, sub_z[3] = {1, 256, 256},
+            starts[3] = {0, 0, 0};
+        MPI_Datatype t;
+        MPI_Type_create_subarray(3, sizes, sub_x, starts, MPI_ORDER_C, MPI_DOUBLE, &t);
+        shape("256^3 face, last index", t, 1);
+        MPI_Type_create_subarray(3, sizes, sub_z, starts, MPI_ORDER_C, MPI_DOUBLE, &t);
+        shape("256^3 face, first index", t, 1);
+    }
+    { /* seed 001 figure 4: a column of a matrix of 3-double elements, 8 columns wide */
+        MPI_Datatype elem, col;
+        MPI_Type_contiguous(3, MPI_DOUBLE, &elem);
+        MPI_Type_vector((int)(doubles / 3), 1, 8, elem, &col);
+        MPI_Type_free(&elem);
+        shape("matrix column, 3 doubles", col, 1);
+    }
+}
+
+/* Seed 001 5.2: an N x N matrix of doubles packed in column-major order (a column type
+ * resized to one double, N of them), whole, and in 64 KiB pieces with a look-ahead before
+ * each piece as a pipelined sender does: time per byte must not grow with N. */
+static void transpose(void)
+{
+    printf("\ntranspose N  MiB     pack ms  ns/double  piecewise+lookahead ms  host pack ms\n");
+    for (int n = 64; n <= 4096; n *= 2) {
+        MPI_Datatype col, colr, t;
+        MPI_Type_vector(n, 1, n, MPI_DOUBLE, &col);
+        MPI_Type_create_resized(col, 0, sizeof(double), &colr);
+        MPI_Type_contiguous(n, colr, &t);
+        MPI_Type_free(&col);
+        MPI_Type_free(&colr);
+        run r;
+        run_init(&r, t, 1);
+        double whole = median_time(&r, OP_PACK), host = median_time(&r, OP_HOST_PACK);
+        double best = 1e30;
+        for (int rep = 0; rep < 3; rep++) {
+            double t0 = now();
+            nc_dt_cursor c;
+            nc_dt_cursor_init(&c, r.d, r.user, 1, 0);
+            for (size_t off = 0; off < r.bytes; off += 65536) {
+                nc_dt_shape s = nc_dt_lookahead(&c, 65536, 16, 64);
+                (void)s;
+                nc_dt_pack(&c, r.packed + off, 65536);
+            }
+            double dt = now() - t0;
+            if (dt < best) best = dt;
+        }
+        printf("%11d %5.1f %10.3f %10.2f %23.3f %13.3f\n", n, (double)r.bytes / 1048576.0, whole * 1e3,
+               whole * 1e9 / ((double)n * n), best * 1e3, host * 1e3);
+        run_free(&r);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 16;
+    printf("nodecoll-bench-dtype: one core, medians of 7; packed MiB per shape %zu\n", mib);
+    shapes(mib);
+    transpose();
+    MPI_Finalize();
+    return 0;
+}
