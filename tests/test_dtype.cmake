@@ -14,7 +14,11 @@ add_executable(test_dtype test_dtype.c)
 target_link_libraries(test_dtype PRIVATE nodecoll_static MPI::MPI_C)
 target_include_directories(test_dtype PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
 nodecoll_mpi_test(NAME test_dtype NP 1 ARGS 3000 1 LABELS quick)
+# "iov": every single-copy read goes straight into the runs; "chain": the middle rank
+# forwards from a staging copy of its derived datatype; "nodes2": leaders stage for the bridge.
 nodecoll_mpi_test(NAME test_dtype NP 2 ENVS "default:" "cma:NODECOLL_BCAST_ALG=cma"
+  "iov:NODECOLL_BCAST_ALG=cma,NODECOLL_DTYPE_IOV_MIN_RUN=1,NODECOLL_CMA_CHUNK=4K"
   "host:NODECOLL_DTYPE_ENGINE=0" ARGS 60 2 LABELS quick)
 nodecoll_mpi_test(NAME test_dtype NP 3 ENVS "shm:NODECOLL_BCAST_ALG=shm,NODECOLL_SEGMENT_SIZE=4K"
-  ARGS 20 3 LABELS quick)
+  "chain:NODECOLL_BCAST_ALG=cma,NODECOLL_BCAST_RADIX=1,NODECOLL_CMA_CHUNK=4K"
+  "nodes2:NODECOLL_RANKS_PER_NODE=2" ARGS 20 3 LABELS quick)

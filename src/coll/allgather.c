@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "move.h"
+#include "../core/fatal.h"
 #include "select.h"
 #include "../core/kselect.h"
 
@@ -146,8 +147,8 @@ static int allgather_across_nodes(nc_comm *c, nc_coll_id coll, const void *send,
     regions g = {NULL, NULL, nodes};
     uint64_t seq = nc_move_round(n);
     if (nc_comm_is_leader(c)) {
-        g.all = nc_move_alloc(sorted[c->size]);
-        g.off = nc_move_alloc(sizeof(size_t) * ((size_t)nodes + 1));
+        g.all = nc_alloc_or_die(sorted[c->size]);
+        g.off = nc_alloc_or_die(sizeof(size_t) * ((size_t)nodes + 1));
         for (int k = 0; k <= nodes; k++) g.off[k] = nc_move_node_off(c, sorted, k);
     }
     char *region = g.all ? g.all + g.off[my_node] : NULL;

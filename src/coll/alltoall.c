@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "move.h"
+#include "../core/fatal.h"
 #include "../core/team.h"
 #include "select.h"
 
@@ -32,7 +33,7 @@ static char *copy_for_in_place(const nc_comm *c, const nc_vec *recv, size_t *off
 {
     size_t total = 0;
     for (int i = 0; i < c->size; i++) total += i == c->rank ? 0 : nc_vec_len(recv, i);
-    char *copy = nc_move_alloc(total);
+    char *copy = nc_alloc_or_die(total);
     size_t at = 0;
     for (int i = 0; i < c->size; i++) {
         lens[i] = i == c->rank ? 0 : nc_vec_len(recv, i);
@@ -101,7 +102,7 @@ static void read_bin(nc_comm *c, uint64_t seq, const nc_vec *recv, int small, in
  * rotated order so the ranks of a node do not all start with the same peer. */
 static int exchange_remote(nc_comm *c, const nc_vec *send, const nc_vec *recv)
 {
-    nc_xfer *sends = nc_move_alloc(sizeof(nc_xfer) * 2 * (size_t)c->size), *recvs = sends + c->size;
+    nc_xfer *sends = nc_alloc_or_die(sizeof(nc_xfer) * 2 * (size_t)c->size), *recvs = sends + c->size;
     size_t limit = (size_t)c->cfg.alltoall_small;
     int nsends = 0, nrecvs = 0;
     for (int small = 1; small >= 0; small--)
@@ -128,14 +129,14 @@ int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *
     size_t *in_place = NULL;
     nc_vec copy = {0};
     if (!send) {
-        in_place = nc_move_alloc(sizeof(size_t) * 2 * (size_t)c->size);
+        in_place = nc_alloc_or_die(sizeof(size_t) * 2 * (size_t)c->size);
         copy = (nc_vec){.lens = in_place + c->size, .offs = in_place};
         copy.base = copy_for_in_place(c, recv, in_place, in_place + c->size);
         send = &copy;
     }
     int nreaders;
     int in_slot = publish_spans(c, seq, send, &nreaders);
-    int *peers = nc_move_alloc(sizeof(int) * (size_t)c->size);
+    int *peers = nc_alloc_or_die(sizeof(int) * (size_t)c->size);
     read_bin(c, seq, recv, 1, peers);
     read_bin(c, seq, recv, 0, peers);
     free(peers);

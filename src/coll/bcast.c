@@ -3,10 +3,12 @@
  * own ring (or, for a message of a few dozen bytes, into a flag) and its children copy it out.  "cma" lets each child read the fragment straight
  * from its parent's user buffer (one copy in all).  Across nodes the root's node goes
  * first, then the leaders over the bridge, then every other node from its leader. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "frag.h"
+#include "data.h"
 #include "select.h"
 #include "../core/cma.h"
 #include "../core/fatal.h"
@@ -64,25 +66,26 @@ char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g)
     return nc_frag_data(n, p, n->rank, g);
 }
 
-static void bcast_through_shm(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0)
+static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, uint64_t g0)
 {
     nc_frag_place place = nc_frag_place_for(bytes);
     size_t chunk = n->layout.seg_size;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
-        const char *src = buf + off;
+        const char *from_parent = NULL;
         if (t->vrank) {
             nc_wait_ge(nc_frag_signal(n, place, t->parent, g), g + 1, &n->wait);
-            src = nc_frag_data(n, place, t->parent, g);
+            from_parent = nc_frag_data(n, place, t->parent, g);
         }
         if (t->children) {
             char *slot = claim_slot(n, place, t, g);
-            memcpy(slot, src, len);
+            if (from_parent) memcpy(slot, from_parent, len);
+            else nc_data_pack(l, off, slot, len);
             nc_flag_post(nc_frag_signal(n, place, n->rank, g), g + 1);
-            src = slot;
+            if (from_parent) from_parent = slot;
         }
-        if (t->vrank) nc_par_copy(buf + off, src, len);
+        if (from_parent) nc_data_unpack(l, off, from_parent, len);
         nc_flag_post(&me->cons, g + 1);
     }
 }
@@ -99,16 +102,31 @@ static char *published_buffer(const nc_flag *f)
     return (char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed);
 }
 
-/* Single copy, pulled: each child reads fragments from its parent's user buffer as the
- * parent announces them, and announces them in turn from its own buffer. */
-static void pull_from_parent(nc_node *n, const tree_pos *t, char *buf, size_t bytes, size_t chunk, uint64_t g0)
+static void cma_read_or_die(const nc_node *n, int peer, const char *remote, nc_data *l, size_t off, size_t len)
+{
+    int err = nc_data_read(l, n->pids[peer], remote, off, len);
+    if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", peer, err);
+}
+
+/* Single copy, pulled: each child reads fragments from its parent's buffer as the parent
+ * announces them, and announces them in turn from its own contiguous copy `flat` (its user
+ * buffer, or a staging copy when its datatype is derived; NULL for a derived leaf, which
+ * reads straight into its layout). */
+static void pull_from_parent(nc_node *n, const tree_pos *t, nc_data *l, char *flat, size_t bytes, size_t chunk,
+                             uint64_t g0)
 {
     const nc_rank_ctl *parent = nc_node_ctl(n, t->parent);
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
         nc_wait_ge(&parent->pub, g + 1, &n->wait);
-        nc_node_cma_or_die(n, t->parent, published_buffer(&parent->pub) + off, buf + off, len, 0);
+        const char *remote = published_buffer(&parent->pub) + off;
+        if (flat == l->base || !flat) {
+            cma_read_or_die(n, t->parent, remote, l, off, len);
+        } else {
+            nc_node_cma_or_die(n, t->parent, (char *)(uintptr_t)remote, flat + off, len, 0);
+            nc_data_unpack(l, off, flat + off, len);
+        }
         if (t->children) nc_flag_post(&me->pub, g + 1);
     }
 }
@@ -135,28 +153,62 @@ static void root_push(nc_node *n, const tree_pos *t, char *buf, size_t bytes, ui
     nc_flag_post(&nc_node_ctl(n, n->rank)->push, g_end);
 }
 
-static void bcast_single_copy(nc_node *n, const tree_pos *t, char *buf, size_t bytes, size_t chunk,
+/* The root publishes its data: at once when it is contiguous, else fragment by fragment
+ * as it packs them into `flat`, so children start reading before the packing ends. */
+static void root_publish(nc_node *n, nc_data *l, char *flat, size_t bytes, size_t chunk, uint64_t g0,
+                         uint64_t nfrag)
+{
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    if (nc_data_is_bytes(l)) {
+        nc_flag_post(&me->pub, g0 + nfrag);
+        return;
+    }
+    for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        nc_data_pack(l, off, flat + off, len);
+        nc_flag_post(&me->pub, g + 1);
+    }
+}
+
+/* A push child: the root writes the tail into `flat` (or, for a derived leaf, into a
+ * staging copy of the tail, unpacked once the root is done) while the child pulls the head. */
+static void child_pull_and_take_push(nc_node *n, const tree_pos *t, nc_data *l, char *flat, size_t bytes,
+                                     size_t chunk, uint64_t g0, uint64_t nfrag)
+{
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    size_t cut = push_cut(bytes, n->size - 1);
+    char *tail = flat ? flat + cut : nc_alloc_or_die(bytes - cut);
+    atomic_store_explicit(&me->ready.aux[0], (uint64_t)((uintptr_t)tail - cut), memory_order_relaxed);
+    nc_flag_post(&me->ready, g0 + 1);
+    pull_from_parent(n, t, l, flat, cut, chunk, g0);
+    nc_wait_ge(&nc_node_ctl(n, t->parent)->push, g0 + nfrag, &n->wait);
+    if (tail != l->base + cut) nc_data_unpack(l, cut, tail, bytes - cut);
+    if (!flat) free(tail);
+}
+
+static void bcast_single_copy(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, size_t chunk,
                               uint64_t g0, uint64_t nfrag, int push)
 {
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+    /* Whoever is read from needs the packed bytes in one piece. */
+    int is_read = !t->vrank || t->children;
+    char *flat = nc_data_is_bytes(l) ? l->base : is_read ? nc_alloc_or_die(bytes) : NULL;
+    atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)flat, memory_order_relaxed);
     if (!t->vrank) {
-        nc_flag_post(&me->pub, g0 + nfrag);
-        if (push) root_push(n, t, buf, bytes, g0, g0 + nfrag);
+        root_publish(n, l, flat, bytes, chunk, g0, nfrag);
+        if (push) root_push(n, t, flat, bytes, g0, g0 + nfrag);
     } else if (push) {
-        atomic_store_explicit(&me->ready.aux[0], (uint64_t)(uintptr_t)buf, memory_order_relaxed);
-        nc_flag_post(&me->ready, g0 + 1);
-        pull_from_parent(n, t, buf, push_cut(bytes, n->size - 1), chunk, g0);
-        nc_wait_ge(&nc_node_ctl(n, t->parent)->push, g0 + nfrag, &n->wait);
+        child_pull_and_take_push(n, t, l, flat, bytes, chunk, g0, nfrag);
     } else {
-        pull_from_parent(n, t, buf, bytes, chunk, g0);
+        pull_from_parent(n, t, l, flat, bytes, chunk, g0);
     }
-    /* Children read my user buffer: it must stay untouched until they are done. */
+    /* Children read my buffer: it must stay untouched until they are done. */
     wait_children_done(n, t, g0 + nfrag);
     nc_flag_post(&me->cons, g0 + nfrag);
+    if (flat != l->base) free(flat);
 }
 
-nc_alg_id nc_node_bcast(nc_comm *c, void *buf, size_t bytes, int root)
+nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
 {
     nc_node *n = &c->node;
     nc_alg_id alg = nc_select(c, NC_COLL_BCAST, bytes);
@@ -167,25 +219,43 @@ nc_alg_id nc_node_bcast(nc_comm *c, void *buf, size_t bytes, int root)
     /* Push needs every non-root to be a direct child of the root (no forwarding). */
     int push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && c->cfg.bcast_radix >= n->size - 1;
     if (alg == NC_ALG_CMA)
-        bcast_single_copy(n, &t, buf, bytes, chunk, g0, nfrag, push);
+        bcast_single_copy(n, &t, l, bytes, chunk, g0, nfrag, push);
     else
-        bcast_through_shm(n, &t, buf, bytes, g0);
+        bcast_through_shm(n, &t, l, bytes, g0);
     return alg;
 }
 
-int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root)
+nc_alg_id nc_node_bcast_bytes(nc_comm *c, void *buf, size_t bytes, int root)
 {
-    if (!bytes) return 0;
+    nc_data l = nc_data_bytes(buf);
+    return nc_node_bcast(c, &l, bytes, root);
+}
+
+static int bcast_across_nodes(nc_comm *c, nc_data *l, size_t bytes, int root)
+{
     int root_node = c->node_of[root], my_node = c->node_of[c->rank];
     int node_root = my_node == root_node ? c->node_rank_of[root] : 0;
     int err = 0;
     int bridge_step = nc_comm_multinode(c) && nc_comm_is_leader(c);
     /* On the root's node the data flows node -> bridge, elsewhere bridge -> node. */
-    if (my_node == root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, buf, bytes, node_root), bytes);
+    if (my_node == root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, l, bytes, node_root), bytes);
     if (bridge_step) {
-        err = c->bridge.bcast(c->bridge.ctx, buf, bytes, root_node);
+        err = c->bridge.bcast(c->bridge.ctx, l->base, bytes, root_node);
         nc_stats_count(NC_COLL_BCAST, NC_ALG_BRIDGE, bytes);
     }
-    if (my_node != root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, buf, bytes, node_root), bytes);
+    if (my_node != root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, l, bytes, node_root), bytes);
+    return err;
+}
+
+int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
+{
+    if (!bytes) return 0;
+    if (nc_data_is_bytes(l) || !(nc_comm_multinode(c) && nc_comm_is_leader(c))) return bcast_across_nodes(c, l, bytes, root);
+    /* A leader hands the bridge contiguous bytes: it stages its derived datatype. */
+    nc_data flat = nc_data_bytes(nc_alloc_or_die(bytes));
+    if (c->rank == root) nc_data_pack(l, 0, flat.base, bytes);
+    int err = bcast_across_nodes(c, &flat, bytes, root);
+    if (c->rank != root) nc_data_unpack(l, 0, flat.base, bytes);
+    free(flat.base);
     return err;
 }

@@ -10,6 +10,7 @@
 #include "../core/node.h"
 #include "../core/ops.h"
 #include "../core/stats.h"
+#include "data.h"
 
 /* One message of a bridge exchange: `bytes` at `buf` to or from bridge rank `peer`. */
 typedef struct nc_xfer {
@@ -78,11 +79,13 @@ static inline char *nc_vec_at(const nc_vec *v, int i) { return v->base + nc_vec_
 static inline int nc_comm_multinode(const nc_comm *c) { return c->bridge.size > 1; }
 static inline int nc_comm_is_leader(const nc_comm *c) { return c->node.rank == 0; }
 
-/* Collectives on contiguous bytes; each returns 0 or an error code from the bridge. */
+/* Collectives on packed bytes; each returns 0 or an error code from the bridge. */
 int nc_barrier(nc_comm *c);
-int nc_bcast(nc_comm *c, void *buf, size_t bytes, int root);
+/* Bcast of `bytes` packed bytes, each rank's laid out as its nc_data says. */
+int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
 /* The node-level part of Bcast from node rank `root`; returns the algorithm it ran. */
-nc_alg_id nc_node_bcast(nc_comm *c, void *buf, size_t bytes, int root);
+nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
+nc_alg_id nc_node_bcast_bytes(nc_comm *c, void *buf, size_t bytes, int root);
 
 /* Reductions on `count` elements of r->elem_size bytes.  send == recv means in place (for
  * Reduce_scatter: the whole input is in recv and my block's result goes to its start).

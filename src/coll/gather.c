@@ -120,7 +120,7 @@ static void root_offers_block_and_totals(nc_comm *c, uint64_t seq, const void *m
 static int receive_node_regions(nc_comm *c, char *all, const nc_span *totals, int root_node)
 {
     int nodes = c->bridge.size, nrecv = 0;
-    nc_xfer *recvs = nc_move_alloc(sizeof(nc_xfer) * (size_t)nodes);
+    nc_xfer *recvs = nc_alloc_or_die(sizeof(nc_xfer) * (size_t)nodes);
     for (int k = 0; k < nodes; k++)
         if (k != root_node && totals[k].len) recvs[nrecv++] = (nc_xfer){k, all + totals[k].off, totals[k].len};
     int err = c->bridge.exchange(c->bridge.ctx, NULL, 0, recvs, nrecv);
@@ -158,7 +158,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
     }
     if (is_root && !nc_comm_is_leader(c)) root_offers_block_and_totals(c, seq, mine, send_bytes, recv);
     if (nc_comm_is_leader(c)) {
-        nc_span *totals = nc_move_alloc(sizeof(nc_span) * (size_t)c->bridge.size);
+        nc_span *totals = nc_alloc_or_die(sizeof(nc_span) * (size_t)c->bridge.size);
         if (is_root) {
             size_t *sorted = nc_move_sorted_offsets(c, recv);
             for (int k = 0; k < c->bridge.size; k++)
@@ -169,7 +169,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
             memcpy(totals, rp.table, sizeof(nc_span) * (size_t)c->bridge.size);
         }
         size_t all_bytes = totals[c->bridge.size - 1].off + totals[c->bridge.size - 1].len;
-        char *all = nc_move_alloc(all_bytes), *mine_region = all + totals[root_node].off;
+        char *all = nc_alloc_or_die(all_bytes), *mine_region = all + totals[root_node].off;
         nc_move_collect(c, seq, is_root ? mine : send, send_bytes, &mine_region);
         err = receive_node_regions(c, all, totals, root_node);
         free(totals);
@@ -217,16 +217,16 @@ static int root_publishes_all_spans(nc_comm *c, uint64_t seq, const nc_vec *send
 /* The root's leader: every other node's blocks, node-sorted, sent to each node's leader. */
 static int leader_forwards_regions(nc_comm *c, uint64_t seq, const nc_pub *p, int root)
 {
-    size_t *lens = nc_move_alloc(sizeof(size_t) * (size_t)c->size);
+    size_t *lens = nc_alloc_or_die(sizeof(size_t) * (size_t)c->size);
     for (int i = 0; i < c->size; i++) lens[i] = p->table[i].len;
     nc_vec by_len = {.lens = lens};
     size_t *sorted = nc_move_sorted_offsets(c, &by_len);
-    char *all = nc_move_alloc(sorted[c->size]);
+    char *all = nc_alloc_or_die(sorted[c->size]);
     int nodes = c->bridge.size, nsend = 0, root_node = c->node_of[root];
     for (int i = 0; i < c->size; i++)
         if (c->node_of[i] != root_node) nc_move_read_span(c, p, i, all + sorted[i], lens[i]);
     nc_move_done(&c->node, seq); /* the root may reuse its buffer while I talk to the other nodes */
-    nc_xfer *sends = nc_move_alloc(sizeof(nc_xfer) * (size_t)nodes);
+    nc_xfer *sends = nc_alloc_or_die(sizeof(nc_xfer) * (size_t)nodes);
     for (int k = 0; k < nodes; k++) {
         size_t bytes = nc_move_node_bytes(c, sorted, k);
         if (k != root_node && bytes) sends[nsend++] = (nc_xfer){k, all + nc_move_node_off(c, sorted, k), bytes};
@@ -278,7 +278,7 @@ static int scatter_to_other_node(nc_comm *c, uint64_t seq, void *recv, size_t re
     size_t total = recv_bytes;
     for (int r = 1; r < n->size; r++) total += nc_move_await(c, r, seq).bytes;
     nc_move_done(n, seq);
-    char *region = nc_move_alloc(total);
+    char *region = nc_alloc_or_die(total);
     nc_xfer from_root = {c->node_of[root], region, total};
     if (total) err = c->bridge.exchange(c->bridge.ctx, NULL, 0, &from_root, 1);
     uint64_t seq2 = nc_move_round(n);

@@ -109,13 +109,6 @@ void nc_move_done(nc_node *n, uint64_t seq) { nc_flag_post(&nc_node_ctl(n, n->ra
 
 /* ---- building blocks ------------------------------------------------------------------ */
 
-void *nc_move_alloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) nc_fatal("cannot allocate %zu bytes of staging for a data-movement collective", bytes);
-    return p;
-}
-
 int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes)
 {
     int in_slot = !data || nc_move_use_slot(c, bytes);
@@ -147,7 +140,7 @@ size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes,
     }
     size_t total = bytes;
     for (int r = 1; r < n->size; r++) total += nc_move_await(c, r, seq).bytes;
-    if (!*dst) *dst = nc_move_alloc(total);
+    if (!*dst) *dst = nc_alloc_or_die(total);
     if (bytes) memcpy(*dst, data, bytes);
     size_t at = bytes;
     for (int r = 1; r < n->size; r++) {
@@ -161,7 +154,7 @@ size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes,
 
 size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v)
 {
-    size_t *off = nc_move_alloc(sizeof(size_t) * ((size_t)c->size + 1));
+    size_t *off = nc_alloc_or_die(sizeof(size_t) * ((size_t)c->size + 1));
     size_t at = 0;
     for (int k = 0; k < c->size; k++) {
         int r = c->node_members[k];

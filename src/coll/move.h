@@ -72,9 +72,6 @@ void nc_move_done(nc_node *n, uint64_t seq);
 
 /* ---- building blocks of the algorithms ------------------------------------------------ */
 
-/* malloc that aborts: past the selection every rank is committed to the fast path. */
-void *nc_move_alloc(size_t bytes);
-
 /* After nc_move_claim: publishes one block (slot or direct by size; data NULL announces
  * only a length); returns whether it went into the slot.  Release it with nc_move_release. */
 int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes);

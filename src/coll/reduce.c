@@ -580,7 +580,7 @@ static nc_alg_id node_allreduce(nc_comm *c, nc_coll_id coll, const char *send, c
         recursive_doubling(c, send, recv, count, r);
     } else {
         tree_reduce(c, send, recv, count, r, 0, tree_radix(c));
-        nc_node_bcast(c, recv, count * r->elem_size, 0);
+        nc_node_bcast_bytes(c, recv, count * r->elem_size, 0);
     }
     return alg;
 }
@@ -594,7 +594,7 @@ static int hierarchical_allreduce(nc_comm *c, nc_coll_id coll, const char *send,
         err = c->bridge.allreduce(c->bridge.ctx, recv, count, r);
         nc_stats_count(coll, NC_ALG_BRIDGE, count * r->elem_size);
     }
-    if (c->node.size > 1) nc_node_bcast(c, recv, count * r->elem_size, 0);
+    if (c->node.size > 1) nc_node_bcast_bytes(c, recv, count * r->elem_size, 0);
     nc_stats_count(coll, alg, count * r->elem_size);
     return err;
 }
@@ -694,7 +694,7 @@ static int hierarchical_scan(nc_comm *c, const char *send, char *recv, size_t co
         nc_stats_count(exclusive ? NC_COLL_EXSCAN : NC_COLL_SCAN, NC_ALG_BRIDGE, bytes);
     }
     if (c->node_of[c->rank] == 0) return err; /* the first node's prefixes are already global */
-    if (n->size > 1) nc_node_bcast(c, offset, bytes, 0);
+    if (n->size > 1) nc_node_bcast_bytes(c, offset, bytes, 0);
     if (exclusive && n->rank == 0) copy_bytes(recv, offset, bytes);
     else fold(r, offset, recv, count);
     return err;

@@ -114,6 +114,9 @@
     "Datatypes the decoder cannot read constructor by constructor (darray, large-count subarray, padded " \
     "predefined pairs) are mapped byte by byte through MPI_Pack once, if one element spans at most this " \
     "many bytes of memory; larger ones are packed by the host MPI.") \
+  X(dtype_iov_min_run,   SIZE, 2048,     1, 1099511627776, NULL, \
+    "Single-copy reads into a derived datatype used in place hand its runs straight to the kernel when the " \
+    "next runs average at least this many bytes; shorter runs are read into a buffer and unpacked.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \

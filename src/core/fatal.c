@@ -14,3 +14,10 @@ void nc_fatal(const char *fmt, ...)
     va_end(ap);
     abort();
 }
+
+void *nc_alloc_or_die(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) nc_fatal("cannot allocate %zu bytes for a collective's working copy", bytes);
+    return p;
+}

@@ -130,10 +130,10 @@ int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack)
     return engine_move(b, unpack) ? MPI_SUCCESS : pack_in_pieces(b, comm, unpack);
 }
 
-int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
+/* nc_buffer_open once the type is known to be usable. */
+static int open_described(nc_buffer *b, void *buf, int count, MPI_Datatype type, int size, int dense, MPI_Comm comm,
+                          int fill)
 {
-    int size, dense;
-    if (count < 0 || describe_type(type, &size, &dense)) return 1;
     *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
     if (dense || !b->bytes) {
         /* A predefined type with a null buffer is the host's error to report. */
@@ -141,13 +141,37 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
     }
     /* Past this point every rank with valid arguments takes the fast path: a failure here
      * on one rank alone must not send it to the host MPI while the others wait in ours. */
-    if (!(b->staging = malloc(b->bytes)))
-        nc_fatal("cannot allocate %zu bytes to pack a derived datatype", b->bytes);
+    b->staging = nc_alloc_or_die(b->bytes);
     b->bytes_at = b->staging;
     if (fill) {
         int err = nc_buffer_transfer(b, comm, 0);
         if (err != MPI_SUCCESS) nc_fatal("MPI_Pack of a committed datatype failed (error %d)", err);
     }
+    return 0;
+}
+
+int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
+{
+    int size, dense;
+    if (count < 0 || describe_type(type, &size, &dense)) return 1;
+    return open_described(b, buf, count, type, size, dense, comm, fill);
+}
+
+int nc_buffer_open_data(nc_buffer *b, nc_data *l, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+                          int fill)
+{
+    int size, dense;
+    if (count < 0 || describe_type(type, &size, &dense)) return 1;
+    const nc_config *cfg = nc_config_get();
+    const nc_dtype *d = !dense && count && size && cfg->dtype_engine ? nc_mpi_dtype(type) : NULL;
+    if (d) {
+        /* (MPI_BOTTOM is a null buffer with absolute displacements: valid here.) */
+        *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
+        *l = nc_data_typed(buf, d, (size_t)count, (size_t)cfg->dtype_iov_min_run);
+        return 0;
+    }
+    if (open_described(b, buf, count, type, size, dense, comm, fill)) return 1;
+    *l = nc_data_bytes(b->bytes_at);
     return 0;
 }
 

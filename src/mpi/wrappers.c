@@ -21,14 +21,17 @@ NC_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_C
     nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_BCAST);
     if (!s) return PMPI_Bcast(buf, count, type, root, comm);
     nc_buffer b;
+    nc_data l;
     int is_root = s->coll.rank == root;
     if (root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
-        nc_buffer_open(&b, buf, count, type, comm, is_root)) {
+        nc_buffer_open_data(&b, &l, buf, count, type, comm, is_root)) {
         nc_mpi_fallback(NC_COLL_BCAST, NC_ALG_PMPI_ARGS);
         return PMPI_Bcast(buf, count, type, root, comm);
     }
-    if (b.staging) nc_stats_count(NC_COLL_BCAST, NC_ALG_PACKED, b.bytes);
-    int err = nc_bcast(&s->coll, b.bytes_at, b.bytes, root);
+    if (b.staging || !nc_data_is_bytes(&l))
+        nc_stats_count(NC_COLL_BCAST, b.staging ? NC_ALG_PACKED : NC_ALG_TYPED, b.bytes);
+    int err = nc_bcast(&s->coll, &l, b.bytes, root);
+    nc_data_release(&l);
     int unpack_err = nc_buffer_close(&b, comm, !is_root);
     return nc_mpi_raise(comm, err ? err : unpack_err);
 }

@@ -1,0 +1,80 @@
+#include "data.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../core/cma.h"
+#include "../core/fatal.h"
+#include "../core/team.h"
+
+nc_data nc_data_typed(void *base, const nc_dtype *type, size_t count, size_t iov_min_run)
+{
+    return (nc_data){.base = (char *)base, .type = type, .count = count, .iov_min_run = iov_min_run};
+}
+
+void nc_data_release(nc_data *l)
+{
+    free(l->bounce);
+    free(l->cursor);
+    l->bounce = NULL;
+    l->cursor = NULL;
+    l->bounce_bytes = 0;
+}
+
+/* The cursor at packed offset `off`: where the last range ended costs nothing. */
+static nc_dt_cursor *cursor_at(nc_data *l, size_t off)
+{
+    if (!l->cursor) {
+        l->cursor = nc_alloc_or_die(sizeof *l->cursor);
+    } else if (l->cursor->offset == off) {
+        return l->cursor;
+    }
+    nc_dt_cursor_init(l->cursor, l->type, l->base, l->count, off);
+    return l->cursor;
+}
+
+void nc_data_pack(nc_data *l, size_t off, void *dst, size_t len)
+{
+    if (nc_data_is_bytes(l)) nc_par_copy(dst, l->base + off, len);
+    else nc_dt_pack(cursor_at(l, off), dst, len);
+}
+
+void nc_data_unpack(nc_data *l, size_t off, const void *src, size_t len)
+{
+    if (nc_data_is_bytes(l)) nc_par_copy(l->base + off, src, len);
+    else nc_dt_unpack(cursor_at(l, off), src, len);
+}
+
+static char *bounce_of(nc_data *l, size_t len)
+{
+    if (l->bounce_bytes < len) {
+        free(l->bounce);
+        l->bounce = nc_alloc_or_die(len);
+        l->bounce_bytes = len;
+    }
+    return l->bounce;
+}
+
+int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t len)
+{
+    if (nc_data_is_bytes(l)) return nc_par_cma(0, pid, (void *)(uintptr_t)remote, l->base + off, len);
+    nc_dt_cursor *c = cursor_at(l, off);
+    struct iovec iov[NC_CMA_IOV_MAX];
+    for (size_t done = 0; done < len;) {
+        nc_dt_shape next = nc_dt_lookahead(c, len - done, NC_CMA_IOV_MAX, l->iov_min_run);
+        size_t n, niov;
+        int err;
+        if (next.dense) {
+            n = nc_dt_iov(c, iov, NC_CMA_IOV_MAX, next.bytes, &niov);
+            err = nc_cma_readv(pid, remote + done, iov, niov, n);
+        } else { /* types are mostly uniform: read the rest of the range at once, then unpack */
+            n = len - done;
+            char *bounce = bounce_of(l, n);
+            err = nc_cma_read(pid, remote + done, bounce, n);
+            if (!err) nc_dt_unpack(c, bounce, n);
+        }
+        if (err) return err;
+        done += n;
+    }
+    return 0;
+}

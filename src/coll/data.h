@@ -1,0 +1,42 @@
+/* A rank's data as a collective moves it: `bytes` packed bytes that lie either back to back
+ * at `base`, or where a datatype description (src/core/dtype.h) places `count` elements from
+ * `base` (a derived datatype used in place, without a staging copy).  The algorithms ask
+ * for byte ranges of the packed stream; consecutive ranges continue from the saved cursor
+ * instead of seeking from the start (seed 001's copying context). */
+#ifndef NC_COLL_DATA_H
+#define NC_COLL_DATA_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../core/dtype.h"
+
+typedef struct nc_data {
+    char *base;
+    const nc_dtype *type;  /* NULL: contiguous bytes at base */
+    size_t count;
+    size_t iov_min_run;    /* single-copy reads go straight to runs at least this long on average */
+    nc_dt_cursor *cursor;  /* where the last range ended (allocated on first use) */
+    char *bounce;          /* reads of short runs land here before unpacking */
+    size_t bounce_bytes;
+} nc_data;
+
+static inline nc_data nc_data_bytes(void *base)
+{
+    return (nc_data){.base = (char *)base};
+}
+/* `count` elements of `type` placed from `base`; free with nc_data_release. */
+nc_data nc_data_typed(void *base, const nc_dtype *type, size_t count, size_t iov_min_run);
+void nc_data_release(nc_data *l);
+
+static inline int nc_data_is_bytes(const nc_data *l) { return l->type == NULL; }
+
+/* Packed bytes [off, off+len) of the layout to `dst` / from `src` into the layout. */
+void nc_data_pack(nc_data *l, size_t off, void *dst, size_t len);
+void nc_data_unpack(nc_data *l, size_t off, const void *src, size_t len);
+/* Single-copy read of `len` contiguous bytes at `remote` in process pid into packed bytes
+ * [off, off+len): dense stretches go to the runs directly (the look-ahead decides, seed 001
+ * section 4.1), sparse ones through the bounce buffer.  0 or an errno. */
+int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t len);
+
+#endif
