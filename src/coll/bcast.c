@@ -66,9 +66,9 @@ char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g)
     return nc_frag_data(n, p, n->rank, g);
 }
 
-static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, uint64_t g0)
+static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, nc_frag_place place,
+                              uint64_t g0)
 {
-    nc_frag_place place = nc_frag_place_for(bytes);
     size_t chunk = n->layout.seg_size;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
@@ -148,63 +148,66 @@ static void root_push(nc_node *n, const tree_pos *t, char *buf, size_t bytes, ui
         int child = tree_node_rank(n, t, t->first_child + i);
         const nc_rank_ctl *ctl = nc_node_ctl(n, child);
         nc_wait_ge(&ctl->ready, g0 + 1, &n->wait);
-        nc_node_cma_or_die(n, child, published_buffer(&ctl->ready) + cut, buf + cut, bytes - cut, 1);
+        char *dst = published_buffer(&ctl->ready);
+        if (dst) nc_node_cma_or_die(n, child, dst + cut, buf + cut, bytes - cut, 1);
     }
     nc_flag_post(&nc_node_ctl(n, n->rank)->push, g_end);
 }
 
-/* The root publishes its data: at once when it is contiguous, else fragment by fragment
- * as it packs them into `flat`, so children start reading before the packing ends. */
-static void root_publish(nc_node *n, nc_data *l, char *flat, size_t bytes, size_t chunk, uint64_t g0,
-                         uint64_t nfrag)
+/* A push child: the root writes the tail [cut, bytes) into my buffer while I pull the head.
+ * A derived datatype has no contiguous buffer to write into: such a child publishes none
+ * (address 0, the root skips it) and pulls everything itself, unpacking as it goes. */
+static void child_pull_and_take_push(nc_node *n, const tree_pos *t, nc_data *l, char *flat, size_t bytes,
+                                     size_t chunk, uint64_t g0, uint64_t g_end)
 {
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    if (nc_data_is_bytes(l)) {
-        nc_flag_post(&me->pub, g0 + nfrag);
+    atomic_store_explicit(&me->ready.aux[0], (uint64_t)(uintptr_t)flat, memory_order_relaxed);
+    nc_flag_post(&me->ready, g0 + 1);
+    if (!flat) {
+        pull_from_parent(n, t, l, NULL, bytes, chunk, g0);
         return;
     }
-    for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
-        size_t len = bytes - off < chunk ? bytes - off : chunk;
-        nc_data_pack(l, off, flat + off, len);
-        nc_flag_post(&me->pub, g + 1);
-    }
+    pull_from_parent(n, t, l, flat, push_cut(bytes, n->size - 1), chunk, g0);
+    nc_wait_ge(&nc_node_ctl(n, t->parent)->push, g_end, &n->wait);
 }
 
-/* A push child: the root writes the tail into `flat` (or, for a derived leaf, into a
- * staging copy of the tail, unpacked once the root is done) while the child pulls the head. */
-static void child_pull_and_take_push(nc_node *n, const tree_pos *t, nc_data *l, char *flat, size_t bytes,
-                                     size_t chunk, uint64_t g0, uint64_t nfrag)
+/* A root whose data is a derived datatype has no buffer to be read in place: it sends the
+ * fragments through its ring instead, packing straight into the slots, and tags pub.aux[1]
+ * with the call's first fragment so that every rank of the tree follows (a stale tag from an
+ * earlier call can never match; bit 63 keeps it apart from the addresses reductions store). */
+#define RING_TAG (UINT64_C(1) << 63)
+
+static int parent_chose_ring(nc_node *n, const tree_pos *t, uint64_t g0)
 {
-    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    size_t cut = push_cut(bytes, n->size - 1);
-    char *tail = flat ? flat + cut : nc_alloc_or_die(bytes - cut);
-    atomic_store_explicit(&me->ready.aux[0], (uint64_t)((uintptr_t)tail - cut), memory_order_relaxed);
-    nc_flag_post(&me->ready, g0 + 1);
-    pull_from_parent(n, t, l, flat, cut, chunk, g0);
-    nc_wait_ge(&nc_node_ctl(n, t->parent)->push, g0 + nfrag, &n->wait);
-    if (tail != l->base + cut) nc_data_unpack(l, cut, tail, bytes - cut);
-    if (!flat) free(tail);
+    const nc_flag *pub = &nc_node_ctl(n, t->parent)->pub;
+    nc_wait_ge(pub, g0 + 1, &n->wait);
+    return atomic_load_explicit(&pub->aux[1], memory_order_relaxed) == (RING_TAG | (g0 + 1));
 }
 
 static void bcast_single_copy(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, size_t chunk,
-                              uint64_t g0, uint64_t nfrag, int push)
+                              uint64_t g0, uint64_t g_end, int push)
 {
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    int ring = t->vrank ? parent_chose_ring(n, t, g0) : !nc_data_is_bytes(l);
     /* Whoever is read from needs the packed bytes in one piece. */
-    int is_read = !t->vrank || t->children;
-    char *flat = nc_data_is_bytes(l) ? l->base : is_read ? nc_alloc_or_die(bytes) : NULL;
-    atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)flat, memory_order_relaxed);
-    if (!t->vrank) {
-        root_publish(n, l, flat, bytes, chunk, g0, nfrag);
-        if (push) root_push(n, t, flat, bytes, g0, g0 + nfrag);
-    } else if (push) {
-        child_pull_and_take_push(n, t, l, flat, bytes, chunk, g0, nfrag);
+    char *flat = ring || nc_data_is_bytes(l) ? l->base : t->children ? nc_alloc_or_die(bytes) : NULL;
+    if (ring) {
+        if (t->children) atomic_store_explicit(&me->pub.aux[1], RING_TAG | (g0 + 1), memory_order_relaxed);
+        bcast_through_shm(n, t, l, bytes, (nc_frag_place){0, 0}, g0);
     } else {
-        pull_from_parent(n, t, l, flat, bytes, chunk, g0);
+        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)flat, memory_order_relaxed);
+        if (!t->vrank) {
+            nc_flag_post(&me->pub, g_end);
+            if (push) root_push(n, t, flat, bytes, g0, g_end);
+        } else if (push) {
+            child_pull_and_take_push(n, t, l, flat, bytes, chunk, g0, g_end);
+        } else {
+            pull_from_parent(n, t, l, flat, bytes, chunk, g0);
+        }
     }
-    /* Children read my buffer: it must stay untouched until they are done. */
-    wait_children_done(n, t, g0 + nfrag);
-    nc_flag_post(&me->cons, g0 + nfrag);
+    /* Children read my buffer, or my ring tag: it must stay untouched until they are done. */
+    wait_children_done(n, t, g_end);
+    nc_flag_post(&me->cons, g_end);
     if (flat != l->base) free(flat);
 }
 
@@ -215,13 +218,17 @@ nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
     tree_pos t = tree_position(n, root, (int)c->cfg.bcast_radix);
     size_t chunk = alg == NC_ALG_CMA ? (size_t)c->cfg.cma_chunk : n->layout.seg_size;
     uint64_t nfrag = (bytes + chunk - 1) / chunk, g0 = n->frag;
+    /* A single-copy call may run through the ring instead (a derived root): number its
+     * fragments for whichever needs more. */
+    uint64_t ring_frags = (bytes + n->layout.seg_size - 1) / n->layout.seg_size;
+    if (alg == NC_ALG_CMA && ring_frags > nfrag) nfrag = ring_frags;
     n->frag += nfrag;
     /* Push needs every non-root to be a direct child of the root (no forwarding). */
     int push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && c->cfg.bcast_radix >= n->size - 1;
     if (alg == NC_ALG_CMA)
-        bcast_single_copy(n, &t, l, bytes, chunk, g0, nfrag, push);
+        bcast_single_copy(n, &t, l, bytes, chunk, g0, g0 + nfrag, push);
     else
-        bcast_through_shm(n, &t, l, bytes, g0);
+        bcast_through_shm(n, &t, l, bytes, nc_frag_place_for(bytes), g0);
     return alg;
 }
 

@@ -7,6 +7,10 @@
 #include "../core/fatal.h"
 #include "../core/team.h"
 
+/* Bytes of sparse data read in one piece before unpacking: small enough to stay in cache,
+ * large enough that the system call costs little (measured: see docs/results-dtype.md). */
+#define NC_DATA_BOUNCE ((size_t)65536)
+
 nc_data nc_data_typed(void *base, const nc_dtype *type, size_t count, size_t iov_min_run)
 {
     return (nc_data){.base = (char *)base, .type = type, .count = count, .iov_min_run = iov_min_run};
@@ -67,8 +71,8 @@ int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t l
         if (next.dense) {
             n = nc_dt_iov(c, iov, NC_CMA_IOV_MAX, next.bytes, &niov);
             err = nc_cma_readv(pid, remote + done, iov, niov, n);
-        } else { /* types are mostly uniform: read the rest of the range at once, then unpack */
-            n = len - done;
+        } else { /* read a cache-sized piece, then unpack it while it is still in cache */
+            n = len - done < NC_DATA_BOUNCE ? len - done : NC_DATA_BOUNCE;
             char *bounce = bounce_of(l, n);
             err = nc_cma_read(pid, remote + done, bounce, n);
             if (!err) nc_dt_unpack(c, bounce, n);

@@ -1,8 +1,11 @@
-/* nodecoll-bench-dtype: pack and unpack throughput of the datatype engine against memcpy of
- * the same bytes and against the host MPI's MPI_Pack / MPI_Unpack, in one run, on one core;
- * then seed 001's transpose (a column-major matrix as a derived type) for growing N.
+/* nodecoll-bench-dtype: on one rank, pack and unpack throughput of the datatype engine
+ * against memcpy of the same bytes and against the host MPI's MPI_Pack / MPI_Unpack, in one
+ * run; then seed 001's transpose (a column-major matrix as a derived type) for growing N.
+ * On several ranks, the same shapes and transposes as MPI_Bcast of the derived type: nodecoll
+ * (the type used in place), the host's PMPI_Bcast, and a user's manual pack + byte Bcast +
+ * unpack, alternated in one run.
  *
- * Usage: mpiexec -np 1 nodecoll-bench-dtype [packed MiB per shape, default 16] */
+ * Usage: mpiexec -np P nodecoll-bench-dtype [packed MiB per shape, default 16] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,13 +105,71 @@ static void run_free(run *r)
     MPI_Type_free(&r->type);
 }
 
-/* One table row: GB/s of every operation, and the engine's gain over the host. */
+static int ranks = 1, my_rank;
+
+/* ---- Bcast of derived datatypes (several ranks) ---- */
+
+enum { BC_NODECOLL, BC_HOST, BC_MANUAL, BCASTS };
+
+static void bcast_once(run *r, int how)
+{
+    if (how == BC_NODECOLL) {
+        MPI_Bcast(r->user, r->count, r->type, 0, MPI_COMM_WORLD);
+    } else if (how == BC_HOST) {
+        PMPI_Bcast(r->user, r->count, r->type, 0, MPI_COMM_WORLD);
+    } else { /* what a user without a fast datatype path writes */
+        nc_dt_cursor c;
+        nc_dt_cursor_init(&c, r->d, r->user, (size_t)r->count, 0);
+        if (!my_rank) nc_dt_pack(&c, r->packed, r->bytes);
+        MPI_Bcast(r->packed, (int)r->bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (my_rank) nc_dt_unpack(&c, r->packed, r->bytes);
+    }
+}
+
+/* Median over ROUNDS rounds of the slowest rank's time for each variant, the variants
+ * alternating within a round so drifting load hits them alike. */
+#define ROUNDS 15
+static void bcast_times(run *r, double med[BCASTS])
+{
+    double t[BCASTS][ROUNDS];
+    for (int how = 0; how < BCASTS; how++) bcast_once(r, how);
+    for (int i = 0; i < ROUNDS; i++)
+        for (int how = 0; how < BCASTS; how++) {
+            PMPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now();
+            bcast_once(r, how);
+            double mine = now() - t0;
+            PMPI_Allreduce(&mine, &t[how][i], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        }
+    for (int how = 0; how < BCASTS; how++) {
+        qsort(t[how], ROUNDS, sizeof(double), cmp_double);
+        med[how] = t[how][ROUNDS / 2];
+    }
+}
+
+static void bcast_shape(const char *name, run *r)
+{
+    double med[BCASTS];
+    bcast_times(r, med);
+    if (my_rank) return;
+    printf("%-28s %9.1f %7.0f %9.3f %9.3f %9.3f %7.2fx %7.2fx\n", name, (double)r->bytes / 1048576.0,
+           nc_dt_mean_run(r->d), med[BC_NODECOLL] * 1e3, med[BC_HOST] * 1e3, med[BC_MANUAL] * 1e3,
+           med[BC_HOST] / med[BC_NODECOLL], med[BC_MANUAL] / med[BC_NODECOLL]);
+}
+
+/* One table row: GB/s of every operation, and the engine's gain over the host (one rank),
+ * or the Bcast times (several). */
 static void shape(const char *name, MPI_Datatype type, int count)
 {
     run r;
     run_init(&r, type, count);
     if (!r.d) {
         printf("%-28s not decoded\n", name);
+        run_free(&r);
+        return;
+    }
+    if (ranks > 1) {
+        bcast_shape(name, &r);
         run_free(&r);
         return;
     }
@@ -123,8 +184,12 @@ static void shape(const char *name, MPI_Datatype type, int count)
 static void shapes(size_t mib)
 {
     size_t doubles = mib * 1048576 / 8;
-    printf("%-28s %9s %7s %7s %7s %7s %7s %7s %7s %7s\n", "shape (GB/s)", "MiB", "run B",
-           op_names[0], op_names[1], op_names[2], "h.pack", "h.unpk", "pack", "unpack");
+    if (ranks > 1 && !my_rank)
+        printf("%-28s %9s %7s %9s %9s %9s %8s %8s\n", "Bcast of shape (ms)", "MiB", "run B", "nodecoll", "host",
+               "manual", "host x", "manual x");
+    else if (ranks == 1)
+        printf("%-28s %9s %7s %7s %7s %7s %7s %7s %7s %7s\n", "shape (GB/s)", "MiB", "run B", op_names[0],
+               op_names[1], op_names[2], "h.pack", "h.unpk", "pack", "unpack");
     static const int blocks[] = {1, 8, 64, 512};
     for (int i = 0; i < 4; i++) { /* every other block of b doubles */
         MPI_Datatype t;
@@ -173,7 +238,10 @@ static void shapes(size_t mib)
  * each piece as a pipelined sender does: time per byte must not grow with N. */
 static void transpose(void)
 {
-    printf("\ntranspose N  MiB     pack ms  ns/double  piecewise+lookahead ms  host pack ms\n");
+    if (ranks > 1 && !my_rank)
+        printf("\nBcast of transpose N  MiB  ns/double  nodecoll ms   host ms  manual ms   host x  manual x\n");
+    else if (ranks == 1)
+        printf("\ntranspose N  MiB     pack ms  ns/double  piecewise+lookahead ms  host pack ms\n");
     for (int n = 64; n <= 4096; n *= 2) {
         MPI_Datatype col, colr, t;
         MPI_Type_vector(n, 1, n, MPI_DOUBLE, &col);
@@ -183,6 +251,16 @@ static void transpose(void)
         MPI_Type_free(&colr);
         run r;
         run_init(&r, t, 1);
+        if (ranks > 1) {
+            double med[BCASTS];
+            bcast_times(&r, med);
+            if (!my_rank)
+                printf("%20d %5.1f %10.2f %11.3f %9.3f %10.3f %7.2fx %7.2fx\n", n, (double)r.bytes / 1048576.0,
+                       med[BC_NODECOLL] * 1e9 / ((double)n * n), med[BC_NODECOLL] * 1e3, med[BC_HOST] * 1e3,
+                       med[BC_MANUAL] * 1e3, med[BC_HOST] / med[BC_NODECOLL], med[BC_MANUAL] / med[BC_NODECOLL]);
+            run_free(&r);
+            continue;
+        }
         double whole = median_time(&r, OP_PACK), host = median_time(&r, OP_HOST_PACK);
         double best = 1e30;
         for (int rep = 0; rep < 3; rep++) {
@@ -206,8 +284,13 @@ static void transpose(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 16;
-    printf("nodecoll-bench-dtype: one core, medians of 7; packed MiB per shape %zu\n", mib);
+    if (ranks == 1) printf("nodecoll-bench-dtype: one core, medians of 7; packed MiB per shape %zu\n", mib);
+    else if (!my_rank)
+        printf("nodecoll-bench-dtype: MPI_Bcast of derived types from rank 0 to %d ranks, slowest rank, medians of %d "
+               "alternated rounds; packed MiB per shape %zu\n", ranks, ROUNDS, mib);
     shapes(mib);
     transpose();
     MPI_Finalize();
