@@ -114,7 +114,7 @@
     "Datatypes the decoder cannot read constructor by constructor (darray, large-count subarray, padded " \
     "predefined pairs) are mapped byte by byte through MPI_Pack once, if one element spans at most this " \
     "many bytes of memory; larger ones are packed by the host MPI.") \
-  X(dtype_iov_min_run,   SIZE, 2048,     1, 1099511627776, NULL, \
+  X(dtype_iov_min_run,   SIZE, 512,      1, 1099511627776, NULL, \
     "Single-copy reads into a derived datatype used in place hand its runs straight to the kernel when the " \
     "next runs average at least this many bytes; shorter runs are read into a buffer and unpacked.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \

@@ -3,7 +3,8 @@
  * run; then seed 001's transpose (a column-major matrix as a derived type) for growing N.
  * On several ranks, the same shapes and transposes as MPI_Bcast of the derived type: nodecoll
  * (the type used in place), the host's PMPI_Bcast, and a user's manual pack + byte Bcast +
- * unpack, alternated in one run.
+ * unpack, alternated in one run; "plain root": nodecoll again with the root sending plain
+ * doubles (the receivers' single-copy reads then go straight into their layouts).
  *
  * Usage: mpiexec -np P nodecoll-bench-dtype [packed MiB per shape, default 16] */
 #include <mpi.h>
@@ -109,12 +110,15 @@ static int ranks = 1, my_rank;
 
 /* ---- Bcast of derived datatypes (several ranks) ---- */
 
-enum { BC_NODECOLL, BC_HOST, BC_MANUAL, BCASTS };
+enum { BC_NODECOLL, BC_HOST, BC_MANUAL, BC_PLAIN_ROOT, BCASTS };
 
 static void bcast_once(run *r, int how)
 {
     if (how == BC_NODECOLL) {
         MPI_Bcast(r->user, r->count, r->type, 0, MPI_COMM_WORLD);
+    } else if (how == BC_PLAIN_ROOT) { /* the root sends plain doubles, the others receive the type */
+        if (!my_rank) MPI_Bcast(r->packed, (int)(r->bytes / sizeof(double)), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        else MPI_Bcast(r->user, r->count, r->type, 0, MPI_COMM_WORLD);
     } else if (how == BC_HOST) {
         PMPI_Bcast(r->user, r->count, r->type, 0, MPI_COMM_WORLD);
     } else { /* what a user without a fast datatype path writes */
@@ -152,9 +156,9 @@ static void bcast_shape(const char *name, run *r)
     double med[BCASTS];
     bcast_times(r, med);
     if (my_rank) return;
-    printf("%-28s %9.1f %7.0f %9.3f %9.3f %9.3f %7.2fx %7.2fx\n", name, (double)r->bytes / 1048576.0,
+    printf("%-28s %9.1f %7.0f %9.3f %9.3f %9.3f %7.2fx %7.2fx %11.3f\n", name, (double)r->bytes / 1048576.0,
            nc_dt_mean_run(r->d), med[BC_NODECOLL] * 1e3, med[BC_HOST] * 1e3, med[BC_MANUAL] * 1e3,
-           med[BC_HOST] / med[BC_NODECOLL], med[BC_MANUAL] / med[BC_NODECOLL]);
+           med[BC_HOST] / med[BC_NODECOLL], med[BC_MANUAL] / med[BC_NODECOLL], med[BC_PLAIN_ROOT] * 1e3);
 }
 
 /* One table row: GB/s of every operation, and the engine's gain over the host (one rank),
@@ -185,8 +189,8 @@ static void shapes(size_t mib)
 {
     size_t doubles = mib * 1048576 / 8;
     if (ranks > 1 && !my_rank)
-        printf("%-28s %9s %7s %9s %9s %9s %8s %8s\n", "Bcast of shape (ms)", "MiB", "run B", "nodecoll", "host",
-               "manual", "host x", "manual x");
+        printf("%-28s %9s %7s %9s %9s %9s %8s %8s %11s\n", "Bcast of shape (ms)", "MiB", "run B", "nodecoll", "host",
+               "manual", "host x", "manual x", "plain root");
     else if (ranks == 1)
         printf("%-28s %9s %7s %7s %7s %7s %7s %7s %7s %7s\n", "shape (GB/s)", "MiB", "run B", op_names[0],
                op_names[1], op_names[2], "h.pack", "h.unpk", "pack", "unpack");
