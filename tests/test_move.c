@@ -244,8 +244,9 @@ static void run_derived(MPI_Comm comm, int seed)
     MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gappy);
     MPI_Type_commit(&gappy);
     uint64_t rng = (uint64_t)seed * 104729u;
-    static const char *names[] = {"gather", "allgatherv", "scatter", "alltoall", "alltoallw"};
-    for (int call = 0; call < 5; call++)
+    static const char *names[] = {"gather", "gatherv", "scatter", "scatterv", "allgather",
+                                  "allgatherv", "alltoall", "alltoallv", "alltoallw"};
+    for (int call = 0; call < 9; call++)
         for (int sides = 0; sides < 3; sides++) { /* derived send / derived receive / both */
             int n = (int)(t_rand(&rng) % 40), root = (int)(t_rand(&rng) % (uint64_t)size);
             MPI_Datatype st = sides != 1 ? gappy : MPI_INT, rt = sides != 0 ? gappy : MPI_INT;
@@ -262,9 +263,15 @@ static void run_derived(MPI_Comm comm, int seed)
                 out[a] = alloc_ints((int)cap, -7);
                 switch (call) {
                 case 0: (a ? MPI_Gather : PMPI_Gather)(send, n, st, out[a], n, rt, root, comm); break;
-                case 1: (a ? MPI_Allgatherv : PMPI_Allgatherv)(send, n, st, out[a], counts, displs, rt, comm); break;
+                case 1: (a ? MPI_Gatherv : PMPI_Gatherv)(send, n, st, out[a], counts, displs, rt, root, comm); break;
                 case 2: (a ? MPI_Scatter : PMPI_Scatter)(send, n, st, out[a], n, rt, root, comm); break;
-                case 3: (a ? MPI_Alltoall : PMPI_Alltoall)(send, n, st, out[a], n, rt, comm); break;
+                case 3: (a ? MPI_Scatterv : PMPI_Scatterv)(send, counts, displs, st, out[a], n, rt, root, comm); break;
+                case 4: (a ? MPI_Allgather : PMPI_Allgather)(send, n, st, out[a], n, rt, comm); break;
+                case 5: (a ? MPI_Allgatherv : PMPI_Allgatherv)(send, n, st, out[a], counts, displs, rt, comm); break;
+                case 6: (a ? MPI_Alltoall : PMPI_Alltoall)(send, n, st, out[a], n, rt, comm); break;
+                case 7:
+                    (a ? MPI_Alltoallv : PMPI_Alltoallv)(send, counts, displs, st, out[a], counts, displs, rt, comm);
+                    break;
                 default:
                     (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, counts, bytes, stypes, out[a], counts, bytes, rtypes, comm);
                 }

@@ -295,6 +295,10 @@ static void combine_affine(int op, const void *in, void *inout)
 }
 
 static ttype affine_type = {"MPI_2INT(affine)", 0, 8, G_PAIR, gen_affine, combine_affine, same_int_int, NULL, NULL, 0};
+/* The same pairs as a derived datatype (contiguous(2, MPI_INT)): user ops on derived types
+ * are the host's (the op needs the type's own layout), and must still give its result. */
+static ttype derived_affine_type = {"contiguous(2,int)(affine)", 0, 8, G_PAIR, gen_affine, combine_affine,
+                                    same_int_int, NULL, NULL, 0};
 
 /* ---- one call ---------------------------------------------------------------------------- */
 
@@ -454,8 +458,9 @@ static void run_matrix(MPI_Comm comm, const char *comm_name, uint64_t seed, int 
         }
 }
 
-/* User ops (commutative sum on MPI_INT, non-commutative composition on MPI_2INT): every
- * collective, every root, sizes across the inline / ring / single-copy thresholds. */
+/* User ops (commutative sum on MPI_INT, non-commutative composition on MPI_2INT and on a
+ * derived pair type): every collective, every root, sizes across the inline / ring /
+ * single-copy thresholds. */
 static void run_user_ops(MPI_Comm comm, const char *comm_name, uint64_t seed, int stride)
 {
     int size;
@@ -465,10 +470,11 @@ static void run_user_ops(MPI_Comm comm, const char *comm_name, uint64_t seed, in
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
         for (int coll = 0; coll < C_COLLS; coll++)
             for (int root = 0; root < (coll == C_COLL_REDUCE ? size : 1); root++)
-                for (int u = 0; u < 2; u++) {
+                for (int u = 0; u < 3; u++) {
                     if (t_rand(&rng) % (uint64_t)stride) continue;
-                    rcase c = {coll, u ? O_USER_AFFINE : O_USER_SUM, root, (int)(t_rand(&rng) % 2),
-                               u ? &affine_type : &types[T_INT_INDEX], counts[k], t_rand(&rng)};
+                    ttype *type = u == 2 ? &derived_affine_type : u ? &affine_type : &types[T_INT_INDEX];
+                    rcase c = {coll, u ? O_USER_AFFINE : O_USER_SUM, root, (int)(t_rand(&rng) % 2), type, counts[k],
+                               t_rand(&rng)};
                     if (coll == C_RSB || coll == C_RS) c.count = c.count / (size_t)size + 1;
                     run_case(comm, comm_name, &c);
                 }
@@ -548,6 +554,8 @@ int main(int argc, char **argv)
     t_init(&argc, &argv);
     set_handles();
     affine_type.type = MPI_2INT;
+    MPI_Type_contiguous(2, MPI_INT, &derived_affine_type.type);
+    MPI_Type_commit(&derived_affine_type.type);
     const char *r = getenv("NODECOLL_REPRODUCIBLE");
     reproducible = r && (!strcmp(r, "1") || !strcmp(r, "yes") || !strcmp(r, "on"));
     MPI_Op predefined[] = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX,  MPI_LAND,   MPI_LOR,
@@ -571,6 +579,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&shuffled);
     MPI_Op_free(&mpi_ops[O_USER_SUM]);
     MPI_Op_free(&mpi_ops[O_USER_AFFINE]);
+    MPI_Type_free(&derived_affine_type.type);
     if (t_size > 1)
         T_CHECK(nodecoll_stat_calls("allreduce", "*") > nodecoll_stat_calls("allreduce", "pmpi:*"),
                 "the accelerated path never ran");

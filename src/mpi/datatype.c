@@ -91,6 +91,18 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
 
 int nc_datatype_describe(MPI_Datatype type, int *size, int *dense) { return describe_type(type, size, dense); }
 
+int nc_datatype_gapless(MPI_Datatype type, size_t *size)
+{
+    int bytes, dense;
+    MPI_Aint lb, extent, true_lb, true_extent;
+    if (describe_type(type, &bytes, &dense) || bytes <= 0) return 0;
+    if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
+        return 0;
+    *size = (size_t)bytes;
+    return lb == 0 && true_lb == 0 && extent == bytes && true_extent == bytes;
+}
+
 /* MPI_Pack and MPI_Unpack count bytes in int: move the data in pieces of whole elements, each
  * below INT_MAX bytes, so a message of any size stays on the same path on every rank. */
 static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)

@@ -37,6 +37,10 @@ int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain);
  * place), or 1 if the type cannot be used (null, uncommitted). */
 int nc_datatype_describe(MPI_Datatype type, int *size, int *dense);
 
+/* 1 and the size when the type is committed and its elements are `size` bytes with no gaps
+ * (lb and true lb 0, extent and true extent equal to the size), else 0. */
+int nc_datatype_gapless(MPI_Datatype type, size_t *size);
+
 /* Marks committed derived types (MPI has no query for it); called from MPI_Type_commit. */
 void nc_datatype_mark_committed(MPI_Datatype type);
 void nc_datatype_release_keyval(void);

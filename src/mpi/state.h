@@ -40,6 +40,7 @@ void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm);
 typedef struct nc_user_call {
     MPI_User_function *fn;
     MPI_Datatype type;
+    size_t extent;
 } nc_user_call;
 typedef struct nc_mpi_reduction {
     nc_reduction red;

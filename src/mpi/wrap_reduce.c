@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datatype.h"
 #include "state.h"
 #include "../core/fatal.h"
 
@@ -236,7 +237,7 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
 static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 {
     nc_user_call *u = ctx;
-    size_t extent = find_type(u->type)->extent;
+    size_t extent = u->extent;
     for (size_t done = 0; done < count;) {
         int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
         u->fn((char *)(uintptr_t)in + done * extent, (char *)inout + done * extent, &n, &u->type);
@@ -245,11 +246,26 @@ static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 }
 
 
+/* A user op on a derived datatype without gaps: the elements are opaque blocks of `size`
+ * bytes that the algorithms may copy whole, and the user's function sees them in the
+ * type's own layout.  (Types with gaps stay with the host: copying whole extents would
+ * write into the gaps of the receive buffer.) */
+static int describe_user_on_gapless(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+{
+    user_op u;
+    size_t size;
+    if (op == MPI_OP_NULL || !find_user_op(op, &u) || !nc_datatype_gapless(type, &size)) return 1;
+    rc->host = (nc_host_op){op, type};
+    rc->user = (nc_user_call){u.fn, type, size};
+    rc->red = (nc_reduction){call_user_op, &rc->user, size, u.commutative, &rc->host};
+    return 0;
+}
+
 /* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must). */
 static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
-    if (!t) return 1;
+    if (!t) return describe_user_on_gapless(rc, type, op);
     rc->host = (nc_host_op){op, type};
     rc->red.host = &rc->host;
     rc->red.elem_size = t->extent;
@@ -264,7 +280,7 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
     }
     user_op u;
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
-    rc->user = (nc_user_call){u.fn, type};
+    rc->user = (nc_user_call){u.fn, type, t->extent};
     rc->red = (nc_reduction){call_user_op, &rc->user, t->extent, u.commutative, &rc->host};
     return 0;
 }
