@@ -61,18 +61,23 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds of one operation over 7 timed repetitions (after one warm-up). */
-static double median_time(const run *r, int op)
+/* Median seconds of every operation over ROUNDS rounds (after one warm-up each), the
+ * operations alternating within a round so drifting load hits them alike. */
+#define ROUNDS 15
+static void median_times(const run *r, double med[OPS])
 {
-    double t[7];
-    once(r, op);
-    for (int i = 0; i < 7; i++) {
-        double t0 = now();
-        once(r, op);
-        t[i] = now() - t0;
+    double t[OPS][ROUNDS];
+    for (int op = 0; op < OPS; op++) once(r, op);
+    for (int i = 0; i < ROUNDS; i++)
+        for (int op = 0; op < OPS; op++) {
+            double t0 = now();
+            once(r, op);
+            t[op][i] = now() - t0;
+        }
+    for (int op = 0; op < OPS; op++) {
+        qsort(t[op], ROUNDS, sizeof(double), cmp_double);
+        med[op] = t[op][ROUNDS / 2];
     }
-    qsort(t, 7, sizeof *t, cmp_double);
-    return t[3];
 }
 
 static void run_init(run *r, MPI_Datatype type, int count)
@@ -130,9 +135,7 @@ static void bcast_once(run *r, int how)
     }
 }
 
-/* Median over ROUNDS rounds of the slowest rank's time for each variant, the variants
- * alternating within a round so drifting load hits them alike. */
-#define ROUNDS 15
+/* The same for the Bcast variants, timing the slowest rank. */
 static void bcast_times(run *r, double med[BCASTS])
 {
     double t[BCASTS][ROUNDS];
@@ -177,8 +180,9 @@ static void shape(const char *name, MPI_Datatype type, int count)
         run_free(&r);
         return;
     }
-    double gbs[OPS];
-    for (int op = 0; op < OPS; op++) gbs[op] = (double)r.bytes / median_time(&r, op) / 1e9;
+    double gbs[OPS], med[OPS];
+    median_times(&r, med);
+    for (int op = 0; op < OPS; op++) gbs[op] = (double)r.bytes / med[op] / 1e9;
     printf("%-28s %9.1f %7.0f %7.2f %7.2f %7.2f %7.2f %7.2f %6.1fx %6.1fx\n", name,
            (double)r.bytes / 1048576.0, nc_dt_mean_run(r.d), gbs[0], gbs[1], gbs[2], gbs[3], gbs[4],
            gbs[1] / gbs[3], gbs[2] / gbs[4]);
@@ -265,7 +269,9 @@ static void transpose(void)
             run_free(&r);
             continue;
         }
-        double whole = median_time(&r, OP_PACK), host = median_time(&r, OP_HOST_PACK);
+        double med[OPS];
+        median_times(&r, med);
+        double whole = med[OP_PACK], host = med[OP_HOST_PACK];
         double best = 1e30;
         for (int rep = 0; rep < 3; rep++) {
             double t0 = now();
@@ -291,7 +297,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 16;
-    if (ranks == 1) printf("nodecoll-bench-dtype: one core, medians of 7; packed MiB per shape %zu\n", mib);
+    if (ranks == 1) printf("nodecoll-bench-dtype: one core, medians of %d alternated rounds; packed MiB per shape %zu\n",
+                           ROUNDS, mib);
     else if (!my_rank)
         printf("nodecoll-bench-dtype: MPI_Bcast of derived types from rank 0 to %d ranks, slowest rank, medians of %d "
                "alternated rounds; packed MiB per shape %zu\n", ranks, ROUNDS, mib);
