@@ -571,6 +571,70 @@ static inline __attribute__((always_inline)) void copy_strided(char *packed, uin
 #undef NC_STRIDED
 }
 
+/* Columns moved together by the tiled kernel, and the strides that make it pay: columns
+ * close enough to share cache lines, rows far enough apart not to. */
+#define NC_DT_TILE 8
+#define NC_DT_TILE_MAX_STEP 16
+#define NC_DT_TILE_MIN_ROW 256
+
+static inline __attribute__((always_inline)) int is_strided_runs(const nc_dtype *n)
+{
+    return n->kind == NC_DT_VECTOR && n->blocklen == 1 && n->child->kind == NC_DT_LEAF;
+}
+
+typedef struct tile {
+    char *packed;
+    uintptr_t origin;            /* first row of the current column */
+    ptrdiff_t row_step, col_step;
+    size_t rows, first_row, more; /* rows < first_row of the current column are done */
+    size_t first_bytes, column;  /* packed bytes of the current column's rest; of a column */
+} tile;
+
+static inline __attribute__((always_inline)) void copy_tile(const tile *tl, size_t run, int unpack)
+{
+    for (size_t i = 0; i < tl->rows; i++) {
+        uintptr_t row = tl->origin + (uintptr_t)((ptrdiff_t)i * tl->row_step);
+        if (i >= tl->first_row) copy_run(tl->packed + (i - tl->first_row) * run, row, run, unpack);
+        char *out = tl->packed + tl->first_bytes + i * run;
+        for (size_t t = 1; t <= tl->more; t++, out += tl->column)
+            copy_run(out, row + (uintptr_t)((ptrdiff_t)t * tl->col_step), run, unpack);
+    }
+}
+
+/* Seed 001's transpose pattern: the top frame walks one column (a vector of single runs
+ * whose rows lie far apart) of a parent vector whose next columns start a few bytes further.
+ * Copying column after column reads every cache line once per column; moving up to
+ * NC_DT_TILE columns row by row reads it once.  Continues the current column from its next
+ * row; returns the bytes moved (0: the pattern does not apply here). */
+static size_t copy_column_tile(nc_dt_cursor *c, char *packed, size_t len, int unpack)
+{
+    if (c->depth < 2) return 0;
+    nc_dt_frame *col = &c->stack[c->depth - 1], *row = &c->stack[c->depth - 2];
+    const nc_dtype *b = frame_node(c, c->depth - 1), *a = frame_node(c, c->depth - 2);
+    if (!is_strided_runs(b) || a->kind != NC_DT_VECTOR || a->blocklen != 1 || a->child != b ||
+        a->stride > NC_DT_TILE_MAX_STEP || b->stride < NC_DT_TILE_MIN_ROW || a->stride < (ptrdiff_t)b->child->bytes)
+        return 0;
+    size_t run = b->child->bytes, first_rows = b->count - col->entry, column = b->count * run;
+    if (len < first_rows * run) return 0;
+    size_t more = (len - first_rows * run) / column, left = a->count - row->entry;
+    if (more > left) more = left;
+    if (more > NC_DT_TILE - 1) more = NC_DT_TILE - 1;
+    if (!more) return 0;
+    tile tl = {packed, col->origin + (uintptr_t)b->child->offset, b->stride, a->stride, b->count, col->entry,
+               more, first_rows * run, column};
+    switch (run) { /* fixed sizes: inline loads and stores */
+    case 4: copy_tile(&tl, 4, unpack); break;
+    case 8: copy_tile(&tl, 8, unpack); break;
+    case 16: copy_tile(&tl, 16, unpack); break;
+    default: copy_tile(&tl, run, unpack);
+    }
+    /* Leave the cursor in the last column moved, finished, as the plain kernel would. */
+    col->origin += (uintptr_t)((ptrdiff_t)more * a->stride);
+    col->entry = b->count;
+    row->entry += more;
+    return first_rows * run + more * column;
+}
+
 /* Moves whole runs of the top frame while they fit in `len`, when the frame produces runs
  * directly (a vector of single runs or a run list): no per-run descent. */
 static inline __attribute__((always_inline)) size_t copy_whole_runs(nc_dt_cursor *c, char *packed,
@@ -579,7 +643,9 @@ static inline __attribute__((always_inline)) size_t copy_whole_runs(nc_dt_cursor
     nc_dt_frame *f = &c->stack[c->depth - 1];
     const nc_dtype *n = frame_node(c, c->depth - 1);
     size_t done = 0;
-    if (n->kind == NC_DT_VECTOR && n->blocklen == 1 && n->child->kind == NC_DT_LEAF) {
+    if (is_strided_runs(n)) {
+        size_t tiled = copy_column_tile(c, packed, len, unpack);
+        if (tiled) return tiled;
         size_t bytes = n->child->bytes, k = len / bytes;
         if (k > n->count - f->entry) k = n->count - f->entry;
         copy_strided(packed, entry_origin(n, f->origin, f->entry, 0) + (uintptr_t)n->child->offset,
