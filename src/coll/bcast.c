@@ -66,27 +66,41 @@ char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g)
     return nc_frag_data(n, p, n->rank, g);
 }
 
+/* Fragments moved per step: one, except for a derived datatype in the ring, where a step
+ * covers up to half the ring (never wrapping), so that a type whose runs lie far apart is
+ * packed and unpacked in pieces large enough for the engine's tiled kernel.  Half the ring
+ * keeps the pipeline going: the parent fills one half while its children drain the other. */
+static uint64_t frags_per_step(const nc_node *n, const nc_data *l, nc_frag_place place, uint64_t g, uint64_t left)
+{
+    uint64_t nseg = (uint64_t)n->layout.nseg, k = nc_data_is_bytes(l) || place.in_flag ? 1 : nseg / 2;
+    if (k > nseg - g % nseg) k = nseg - g % nseg;
+    return k < left ? (k ? k : 1) : left;
+}
+
 static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, nc_frag_place place,
                               uint64_t g0)
 {
     size_t chunk = n->layout.seg_size;
+    uint64_t nfrag = (bytes + chunk - 1) / chunk;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
-        size_t len = bytes - off < chunk ? bytes - off : chunk;
+    for (uint64_t g = g0, k; g < g0 + nfrag; g += k) {
+        k = frags_per_step(n, l, place, g, g0 + nfrag - g);
+        size_t off = (size_t)(g - g0) * chunk, len = bytes - off < k * chunk ? bytes - off : k * chunk;
         const char *from_parent = NULL;
         if (t->vrank) {
-            nc_wait_ge(nc_frag_signal(n, place, t->parent, g), g + 1, &n->wait);
+            nc_wait_ge(nc_frag_signal(n, place, t->parent, g + k - 1), g + k, &n->wait);
             from_parent = nc_frag_data(n, place, t->parent, g);
         }
         if (t->children) {
             char *slot = claim_slot(n, place, t, g);
+            for (uint64_t h = g + 1; h < g + k; h++) claim_slot(n, place, t, h); /* the next ones follow in the ring */
             if (from_parent) memcpy(slot, from_parent, len);
             else nc_data_pack(l, off, slot, len);
-            nc_flag_post(nc_frag_signal(n, place, n->rank, g), g + 1);
+            nc_flag_post(nc_frag_signal(n, place, n->rank, g + k - 1), g + k);
             if (from_parent) from_parent = slot;
         }
         if (from_parent) nc_data_unpack(l, off, from_parent, len);
-        nc_flag_post(&me->cons, g + 1);
+        nc_flag_post(&me->cons, g + k);
     }
 }
 
