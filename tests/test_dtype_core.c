@@ -292,9 +292,6 @@ static void normal_forms(void)
     CHECK(deep == NULL, "a 40-level nest must be refused, not overflow the cursor");
 }
 
-/* Seed 001's transpose, contiguous(n, resized(vector(n, 1, n, elem), extent elem)): the
- * tiled column kernel.  Whole random ranges (which start mid-column and end mid-column) and
- * column-sized chunks, packed and unpacked, against the reference layout. */
 static gtype *g_node(int kind, gtype *kid)
 {
     gtype *g = calloc(1, sizeof *g);
@@ -303,55 +300,57 @@ static gtype *g_node(int kind, gtype *kid)
     return g;
 }
 
+/* Seed 001's transpose, contiguous(n, resized(vector(n, 1, n, elem), extent elem)): the
+ * tiled column kernel.  Whole random ranges (which start mid-column and end mid-column) and
+ * column-sized chunks, packed and unpacked, against the reference layout. */
 static void transposes(uint64_t seed)
 {
     /* (n, element): rows at least NC_DT_TILE_MIN_ROW (256) bytes apart, within G_MAX_MAP */
     static const int ns[] = {40, 45, 64, 32}, basics[] = {3, 3, 2, 4}; /* 8, 8, 4, 16-byte elements */
     uint64_t s = seed;
-    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
-        for (size_t b = k; b == k; b++) {
-            int n = ns[k];
-            gtype *elem = g_node(G_BASIC, NULL), *col = g_node(G_VECTOR, elem), *colr = g_node(G_RESIZED, col),
-                  *g = g_node(G_CONTIG, colr);
-            elem->basic = basics[b];
-            col->count = n, col->blocklen = 1, col->stride = n;
-            colr->lb = 0, colr->extent = g_basic_size[basics[b]];
-            g->count = n;
-            CHECK(g_layout(g), "transpose n=%d: too large for the reference layout", n);
-            nc_dtype *t = build(g);
-            layout l;
-            size_t count = 1; /* (a second element would overlap the first: its extent is one row) */
-            layout_make(&l, g, count);
-            fill(l.mem, l.span, &s);
-            unsigned char *want = malloc(l.total), *got = malloc(l.total), *orig = malloc(l.span);
-            for (size_t q = 0; q < l.total; q++) want[q] = l.mem[l.at[q]];
-            memcpy(orig, l.mem, l.span);
-            for (int r = 0; r < 40; r++) {
-                size_t off = (size_t)g_rand(&s, 0, (long)l.total - 1), len = (size_t)g_rand(&s, 1, (long)(l.total - off));
-                size_t chunk = r % 2 ? len : (size_t)g_rand(&s, 1, 3 * (long)g->size / n);
-                nc_dt_cursor c;
-                nc_dt_cursor_init(&c, t, l.base, count, off);
-                for (size_t done = 0; done < len;) done += nc_dt_pack(&c, got + done, chunk < len - done ? chunk : len - done);
-                CHECK(!memcmp(got, want + off, len), "transpose n=%d elem %d: pack [%zu,+%zu) differs", n,
-                      g_basic_size[basics[b]], off, len);
-                for (size_t q = off; q < off + len; q++) got[q - off] ^= 0x5a; /* new data to unpack */
-                nc_dt_cursor_init(&c, t, l.base, count, off);
-                for (size_t done = 0; done < len;) done += nc_dt_unpack(&c, got + done, chunk < len - done ? chunk : len - done);
-                size_t bad = l.total;
-                for (size_t q = 0; q < l.total && bad == l.total; q++)
-                    if (l.mem[l.at[q]] != (q >= off && q < off + len ? (unsigned char)(want[q] ^ 0x5a) : want[q])) bad = q;
-                CHECK(bad == l.total, "transpose n=%d elem %d: unpack [%zu,+%zu) differs at packed byte %zu", n,
-                      g_basic_size[basics[b]], off, len, bad);
-                memcpy(l.mem, orig, l.span);
-            }
-            free(want);
-            free(got);
-            free(orig);
-            free(l.mem);
-            free(l.at);
-            nc_dt_free(t);
-            g_free(g);
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k], basic = basics[k];
+        gtype *elem = g_node(G_BASIC, NULL), *col = g_node(G_VECTOR, elem), *colr = g_node(G_RESIZED, col),
+              *g = g_node(G_CONTIG, colr);
+        elem->basic = basic;
+        col->count = n, col->blocklen = 1, col->stride = n;
+        colr->lb = 0, colr->extent = g_basic_size[basic];
+        g->count = n;
+        CHECK(g_layout(g), "transpose n=%d: too large for the reference layout", n);
+        nc_dtype *t = build(g);
+        layout l;
+        size_t count = 1; /* (a second element would overlap the first: its extent is one row) */
+        layout_make(&l, g, count);
+        fill(l.mem, l.span, &s);
+        unsigned char *want = malloc(l.total), *got = malloc(l.total), *orig = malloc(l.span);
+        for (size_t q = 0; q < l.total; q++) want[q] = l.mem[l.at[q]];
+        memcpy(orig, l.mem, l.span);
+        for (int r = 0; r < 40; r++) {
+            size_t off = (size_t)g_rand(&s, 0, (long)l.total - 1), len = (size_t)g_rand(&s, 1, (long)(l.total - off));
+            size_t chunk = r % 2 ? len : (size_t)g_rand(&s, 1, 3 * (long)g->size / n);
+            nc_dt_cursor c;
+            nc_dt_cursor_init(&c, t, l.base, count, off);
+            for (size_t done = 0; done < len;) done += nc_dt_pack(&c, got + done, chunk < len - done ? chunk : len - done);
+            CHECK(!memcmp(got, want + off, len), "transpose n=%d elem %d: pack [%zu,+%zu) differs", n,
+                  g_basic_size[basic], off, len);
+            for (size_t q = off; q < off + len; q++) got[q - off] ^= 0x5a; /* new data to unpack */
+            nc_dt_cursor_init(&c, t, l.base, count, off);
+            for (size_t done = 0; done < len;) done += nc_dt_unpack(&c, got + done, chunk < len - done ? chunk : len - done);
+            size_t bad = l.total;
+            for (size_t q = 0; q < l.total && bad == l.total; q++)
+                if (l.mem[l.at[q]] != (q >= off && q < off + len ? (unsigned char)(want[q] ^ 0x5a) : want[q])) bad = q;
+            CHECK(bad == l.total, "transpose n=%d elem %d: unpack [%zu,+%zu) differs at packed byte %zu", n,
+                  g_basic_size[basic], off, len, bad);
+            memcpy(l.mem, orig, l.span);
         }
+        free(want);
+        free(got);
+        free(orig);
+        free(l.mem);
+        free(l.at);
+        nc_dt_free(t);
+        g_free(g);
+    }
 }
 
 int main(int argc, char **argv)

@@ -73,8 +73,8 @@ char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g)
 static uint64_t frags_per_step(const nc_node *n, const nc_data *l, nc_frag_place place, uint64_t g, uint64_t left)
 {
     uint64_t nseg = (uint64_t)n->layout.nseg, k = nc_data_is_bytes(l) || place.in_flag ? 1 : nseg / 2;
-    if (k > nseg - g % nseg) k = nseg - g % nseg;
-    return k < left ? (k ? k : 1) : left;
+    if (k > nseg - g % nseg) k = nseg - g % nseg; /* (nseg >= 2, so k >= 1) */
+    return k < left ? k : left;
 }
 
 static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, nc_frag_place place,
@@ -131,15 +131,16 @@ static void pull_from_parent(nc_node *n, const tree_pos *t, nc_data *l, char *fl
 {
     const nc_rank_ctl *parent = nc_node_ctl(n, t->parent);
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    int staged = flat && flat != l->base;
     for (size_t off = 0, g = g0; off < bytes; off += chunk, g++) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
         nc_wait_ge(&parent->pub, g + 1, &n->wait);
         const char *remote = published_buffer(&parent->pub) + off;
-        if (flat == l->base || !flat) {
-            cma_read_or_die(n, t->parent, remote, l, off, len);
-        } else {
+        if (staged) { /* a derived forwarder: its children read the contiguous copy */
             nc_node_cma_or_die(n, t->parent, (char *)(uintptr_t)remote, flat + off, len, 0);
             nc_data_unpack(l, off, flat + off, len);
+        } else {
+            cma_read_or_die(n, t->parent, remote, l, off, len);
         }
         if (t->children) nc_flag_post(&me->pub, g + 1);
     }

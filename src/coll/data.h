@@ -16,7 +16,8 @@ typedef struct nc_data {
     const nc_dtype *type;  /* NULL: contiguous bytes at base */
     size_t count;
     size_t iov_min_run;    /* single-copy reads go straight to runs at least this long on average */
-    nc_dt_cursor *cursor;  /* where the last range ended (allocated on first use) */
+    nc_dt_cursor *cursor;  /* the caller's storage: where the last range ended */
+    int positioned;        /* whether *cursor holds a position yet */
     char *bounce;          /* reads of short runs land here before unpacking */
     size_t bounce_bytes;
 } nc_data;
@@ -25,8 +26,9 @@ static inline nc_data nc_data_bytes(void *base)
 {
     return (nc_data){.base = (char *)base};
 }
-/* `count` elements of `type` placed from `base`; free with nc_data_release. */
-nc_data nc_data_typed(void *base, const nc_dtype *type, size_t count, size_t iov_min_run);
+/* `count` elements of `type` placed from `base`, positions kept in `cursor`; release with
+ * nc_data_release. */
+nc_data nc_data_typed(void *base, const nc_dtype *type, size_t count, size_t iov_min_run, nc_dt_cursor *cursor);
 void nc_data_release(nc_data *l);
 
 static inline int nc_data_is_bytes(const nc_data *l) { return l->type == NULL; }

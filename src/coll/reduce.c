@@ -36,13 +36,6 @@
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    /* Every rank is already committed to this algorithm: failing alone would hang the others. */
-    if (!p) nc_fatal("cannot allocate %zu bytes for a reduction", bytes);
-    return p;
-}
 
 enum { SCRATCH_CHUNKS, SCRATCH_VECTOR };
 
@@ -52,7 +45,7 @@ static char *scratch(nc_node *n, int which, size_t bytes)
 {
     if (!n->scratch[which] || n->scratch_bytes[which] < bytes) {
         free(n->scratch[which]);
-        n->scratch[which] = xmalloc(bytes);
+        n->scratch[which] = nc_alloc_or_die(bytes);
         n->scratch_bytes[which] = bytes;
     }
     return n->scratch[which];
@@ -246,7 +239,7 @@ static peer_buffers exchange_addresses(nc_node *n, uint64_t g, const char *send,
     atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)send, memory_order_relaxed);
     atomic_store_explicit(&me->pub.aux[1], (uint64_t)(uintptr_t)recv, memory_order_relaxed);
     nc_flag_post(&me->pub, g + 1);
-    peer_buffers b = {xmalloc(sizeof(char *) * (size_t)n->size), xmalloc(sizeof(char *) * (size_t)n->size)};
+    peer_buffers b = {nc_alloc_or_die(sizeof(char *) * (size_t)n->size), nc_alloc_or_die(sizeof(char *) * (size_t)n->size)};
     for (int q = 0; q < n->size; q++) {
         const nc_flag *pub = &nc_node_ctl(n, q)->pub;
         if (q != n->rank) nc_wait_ge(pub, g + 1, &n->wait);
@@ -300,7 +293,7 @@ static void cma_slices(nc_comm *c, const char *send, char *recv, const size_t *s
     size_t lo = slice_first[n->rank], hi = slice_first[n->rank + 1], es = r->elem_size;
     /* In place, my block's result goes to the start of recv, which may be another rank's
      * slice of my input: keep it aside until everybody is done. */
-    char *aside = deliver == DELIVER_OWN && send == recv && lo ? xmalloc((hi - lo) * es) : NULL;
+    char *aside = deliver == DELIVER_OWN && send == recv && lo ? nc_alloc_or_die((hi - lo) * es) : NULL;
     reduce_slice(c, &b, send, lo, hi, r, deliver, aside ? aside : recv);
     /* Others read my input and write my result: neither may go away before they are done. */
     consumed(n, g);
@@ -313,7 +306,7 @@ static void cma_slices(nc_comm *c, const char *send, char *recv, const size_t *s
 
 static size_t *even_slices(int parts, size_t count)
 {
-    size_t *first = xmalloc(sizeof(size_t) * (size_t)(parts + 1));
+    size_t *first = nc_alloc_or_die(sizeof(size_t) * (size_t)(parts + 1));
     for (int q = 0; q <= parts; q++) first[q] = count / (size_t)parts * (size_t)q + min_size((size_t)q, count % (size_t)parts);
     return first;
 }
@@ -364,7 +357,7 @@ static void shm_slices(nc_comm *c, const char *send, char *recv, const size_t *f
     n->frag += rounds * (uint64_t)n->size;
     int me = n->rank;
     /* In place, my block's result goes to the start of recv: kept aside until the end. */
-    char *aside = deliver == DELIVER_OWN && send == recv && first[me] ? xmalloc((first[me + 1] - first[me]) * es) : NULL;
+    char *aside = deliver == DELIVER_OWN && send == recv && first[me] ? nc_alloc_or_die((first[me + 1] - first[me]) * es) : NULL;
     char *own_dst = aside ? aside : recv;
     for (uint64_t k = 0; k < rounds; k++) {
         size_t lo, hi;
@@ -649,7 +642,7 @@ int nc_reduce(nc_comm *c, const void *send, void *recv, size_t count, const nc_r
 int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv, const size_t *counts,
                       const nc_reduction *r)
 {
-    size_t *first = xmalloc(sizeof(size_t) * (size_t)(c->size + 1)), es = r->elem_size;
+    size_t *first = nc_alloc_or_die(sizeof(size_t) * (size_t)(c->size + 1)), es = r->elem_size;
     int err = 0;
     first[0] = 0;
     for (int q = 0; q < c->size; q++) first[q + 1] = first[q] + counts[q];

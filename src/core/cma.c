@@ -15,34 +15,6 @@ void nc_cma_allow_readers(void)
 typedef ssize_t (*cma_fn)(pid_t, const struct iovec *, unsigned long, const struct iovec *,
                           unsigned long, unsigned long);
 
-/* Both directions: the kernel may copy less than asked, so continue where it stopped. */
-static int transfer(cma_fn fn, pid_t pid, char *local, char *remote, size_t len)
-{
-    while (len) {
-        struct iovec l = {local, len}, r = {remote, len};
-        ssize_t n = fn(pid, &l, 1, &r, 1, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (n == 0) return EFAULT;
-        local += n;
-        remote += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int nc_cma_read(pid_t pid, const void *remote, void *local, size_t len)
-{
-    return transfer(process_vm_readv, pid, local, (char *)(uintptr_t)remote, len);
-}
-
-int nc_cma_write(pid_t pid, void *remote, const void *local, size_t len)
-{
-    return transfer(process_vm_writev, pid, (char *)(uintptr_t)local, remote, len);
-}
-
 /* Drops the first `done` bytes of the list; returns the new first entry. */
 static struct iovec *skip_bytes(struct iovec *iov, size_t *niov, size_t done)
 {
@@ -58,22 +30,40 @@ static struct iovec *skip_bytes(struct iovec *iov, size_t *niov, size_t done)
     return iov;
 }
 
-int nc_cma_readv(pid_t pid, const void *remote, struct iovec *local, size_t nlocal, size_t len)
+/* Both directions, `len` contiguous remote bytes against the runs of `local` (consumed):
+ * the kernel may copy less than asked, so continue where it stopped. */
+static int transfer(cma_fn fn, pid_t pid, struct iovec *local, size_t nlocal, char *remote, size_t len)
 {
-    char *from = (char *)(uintptr_t)remote;
     while (len) {
         size_t batch = nlocal < NC_CMA_IOV_MAX ? nlocal : NC_CMA_IOV_MAX, batch_len = 0;
         for (size_t i = 0; i < batch; i++) batch_len += local[i].iov_len;
-        struct iovec r = {from, batch_len};
-        ssize_t n = process_vm_readv(pid, local, batch, &r, 1, 0);
+        struct iovec r = {remote, batch_len};
+        ssize_t n = fn(pid, local, batch, &r, 1, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
             return errno;
         }
         if (n == 0) return EFAULT;
         local = skip_bytes(local, &nlocal, (size_t)n);
-        from += n;
+        remote += n;
         len -= (size_t)n;
     }
     return 0;
+}
+
+int nc_cma_read(pid_t pid, const void *remote, void *local, size_t len)
+{
+    struct iovec l = {local, len};
+    return transfer(process_vm_readv, pid, &l, 1, (char *)(uintptr_t)remote, len);
+}
+
+int nc_cma_write(pid_t pid, void *remote, const void *local, size_t len)
+{
+    struct iovec l = {(void *)(uintptr_t)local, len};
+    return transfer(process_vm_writev, pid, &l, 1, remote, len);
+}
+
+int nc_cma_readv(pid_t pid, const void *remote, struct iovec *local, size_t nlocal, size_t len)
+{
+    return transfer(process_vm_readv, pid, local, nlocal, (char *)(uintptr_t)remote, len);
 }

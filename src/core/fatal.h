@@ -2,9 +2,9 @@
 #ifndef NC_FATAL_H
 #define NC_FATAL_H
 
-__attribute__((noreturn, format(printf, 1, 2))) void nc_fatal(const char *fmt, ...);
-
 #include <stddef.h>
+
+__attribute__((noreturn, format(printf, 1, 2))) void nc_fatal(const char *fmt, ...);
 
 /* malloc that aborts: once a collective is committed to the fast path on every rank, one
  * rank cannot leave it for the host MPI alone. */

@@ -142,15 +142,17 @@ int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack)
     return engine_move(b, unpack) ? MPI_SUCCESS : pack_in_pieces(b, comm, unpack);
 }
 
-/* nc_buffer_open once the type is known to be usable. */
+/* nc_buffer_open once the type is known to be usable; `stage`: give a type that is not
+ * dense a packed staging copy (else the caller uses it in place). */
 static int open_described(nc_buffer *b, void *buf, int count, MPI_Datatype type, int size, int dense, MPI_Comm comm,
-                          int fill)
+                          int fill, int stage)
 {
     *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
     if (dense || !b->bytes) {
         /* A predefined type with a null buffer is the host's error to report. */
         return b->bytes && !buf;
     }
+    if (!stage) return 0; /* (MPI_BOTTOM is a null buffer with absolute displacements: valid) */
     /* Past this point every rank with valid arguments takes the fast path: a failure here
      * on one rank alone must not send it to the host MPI while the others wait in ours. */
     b->staging = nc_alloc_or_die(b->bytes);
@@ -166,24 +168,18 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
 {
     int size, dense;
     if (count < 0 || describe_type(type, &size, &dense)) return 1;
-    return open_described(b, buf, count, type, size, dense, comm, fill);
+    return open_described(b, buf, count, type, size, dense, comm, fill, 1);
 }
 
-int nc_buffer_open_data(nc_buffer *b, nc_data *l, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
-                          int fill)
+int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count, MPI_Datatype type,
+                        MPI_Comm comm, int fill)
 {
     int size, dense;
     if (count < 0 || describe_type(type, &size, &dense)) return 1;
     const nc_config *cfg = nc_config_get();
     const nc_dtype *d = !dense && count && size && cfg->dtype_engine ? nc_mpi_dtype(type) : NULL;
-    if (d) {
-        /* (MPI_BOTTOM is a null buffer with absolute displacements: valid here.) */
-        *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
-        *l = nc_data_typed(buf, d, (size_t)count, (size_t)cfg->dtype_iov_min_run);
-        return 0;
-    }
-    if (open_described(b, buf, count, type, size, dense, comm, fill)) return 1;
-    *l = nc_data_bytes(b->bytes_at);
+    if (open_described(b, buf, count, type, size, dense, comm, fill, !d)) return 1;
+    *l = d ? nc_data_typed(buf, d, (size_t)count, (size_t)cfg->dtype_iov_min_run, cursor) : nc_data_bytes(b->bytes_at);
     return 0;
 }
 

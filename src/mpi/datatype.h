@@ -1,7 +1,8 @@
 /* A user buffer seen as contiguous bytes: predefined dense types are used in place, any other
  * committed type is packed into (or unpacked from) a staging buffer by the datatype engine
- * (or the host's MPI_Pack), or, for algorithms that take an nc_data, used in place.  Each rank decides for its own datatype, so ranks whose types differ but whose
- * type signatures match (as MPI allows) still move the same bytes on the same path. */
+ * (or the host's MPI_Pack), or, for algorithms that take an nc_data, used in place.  Each
+ * rank decides for its own datatype, so ranks whose types differ but whose type signatures
+ * match (as MPI allows) still move the same bytes on the same path. */
 #ifndef NC_MPI_DATATYPE_H
 #define NC_MPI_DATATYPE_H
 
@@ -23,10 +24,11 @@ typedef struct nc_buffer {
  * type); the same on every rank whose arguments are valid.  `fill`: pack the user data now. */
 int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill);
 /* The same for algorithms that move data through an nc_data: a derived type the datatype
- * engine describes is used in place (no staging copy; l->type set), any other as above.
- * Release the layout with nc_data_release, then close the buffer. */
-int nc_buffer_open_data(nc_buffer *b, nc_data *l, void *buf, int count, MPI_Datatype type, MPI_Comm comm,
-                          int fill);
+ * engine describes is used in place (no staging copy; l->type set, its position kept in
+ * `cursor`, the caller's storage), any other as above.  Release the nc_data with
+ * nc_data_release, then close the buffer. */
+int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count, MPI_Datatype type,
+                        MPI_Comm comm, int fill);
 /* Packs the user data into b->staging (or unpacks it back) with the datatype engine, or the
  * host's MPI_Pack where the engine is off or declines the type; an MPI error code. */
 int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack);

@@ -81,8 +81,8 @@ static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
 static int vec_open(move_vec *m, MPI_Comm comm, int fill)
 {
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
-    int64_t *signed_offs = malloc(sizeof(int64_t) * n);
-    if (!(m->table = malloc(sizeof(size_t) * 2 * n)) || !signed_offs) nc_fatal("out of memory for %d block descriptions", m->n);
+    int64_t *signed_offs = nc_alloc_or_die(sizeof(int64_t) * n);
+    m->table = nc_alloc_or_die(sizeof(size_t) * 2 * n);
     int dense;
     if (describe_blocks(m, signed_offs, &dense)) {
         free(signed_offs);
@@ -105,7 +105,7 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
     } else {
         size_t at = 0;
         for (int i = 0; i < m->n; i++, at += lens[i - 1]) offs[i] = at;
-        if (!(m->staging = malloc(total ? total : 1))) nc_fatal("cannot allocate %zu bytes to pack derived datatypes", total);
+        m->staging = nc_alloc_or_die(total);
         m->v = (nc_vec){m->staging, lens, offs};
         if (fill) pack_blocks(m, comm, 0);
     }

@@ -245,44 +245,40 @@ static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
     }
 }
 
-
-/* A user op on a derived datatype without gaps: the elements are opaque blocks of `size`
- * bytes that the algorithms may copy whole, and the user's function sees them in the
- * type's own layout.  (Types with gaps stay with the host: copying whole extents would
- * write into the gaps of the receive buffer.) */
-static int describe_user_on_gapless(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+/* A user op on elements of `extent` bytes: 0, or 1 when `op` is not one nodecoll recorded. */
+static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent)
 {
     user_op u;
-    size_t size;
-    if (op == MPI_OP_NULL || !find_user_op(op, &u) || !nc_datatype_gapless(type, &size)) return 1;
+    if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
     rc->host = (nc_host_op){op, type};
-    rc->user = (nc_user_call){u.fn, type, size};
-    rc->red = (nc_reduction){call_user_op, &rc->user, size, u.commutative, &rc->host};
+    rc->user = (nc_user_call){u.fn, type, extent};
+    rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host};
     return 0;
 }
 
-/* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must). */
+/* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must).  Besides the
+ * predefined types, a user op also runs on a derived type without gaps: its elements are
+ * opaque blocks the algorithms may copy whole, and the user's function sees them in the
+ * type's own layout.  (Types with gaps stay with the host: copying whole extents would write
+ * into the gaps of the receive buffer; predefined ops on derived types are the host's error.) */
 static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
-    if (!t) return describe_user_on_gapless(rc, type, op);
+    size_t size = 0;
+    if (!t)
+        return predefined_op(op) != NC_OP_COUNT || !nc_datatype_gapless(type, &size) ||
+               describe_user(rc, type, op, size);
+    nc_op_id id = predefined_op(op);
+    if (id == NC_OP_COUNT) return describe_user(rc, type, op, t->extent);
     rc->host = (nc_host_op){op, type};
     rc->red.host = &rc->host;
     rc->red.elem_size = t->extent;
-    nc_op_id id = predefined_op(op);
-    if (id != NC_OP_COUNT) {
-        if (!(group_ops[t->group] & (1u << id))) return 1;
-        rc->red.fn = nc_kernel(id, t->elem);
-        rc->red.ctx = NULL;
-        rc->host.op = bridge_op(id, op);
-        rc->red.commutative = 1;
-        return rc->red.fn == NULL;
-    }
-    user_op u;
-    if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
-    rc->user = (nc_user_call){u.fn, type, t->extent};
-    rc->red = (nc_reduction){call_user_op, &rc->user, t->extent, u.commutative, &rc->host};
-    return 0;
+    if (!(group_ops[t->group] & (1u << id))) return 1;
+    rc->red.fn = nc_kernel(id, t->elem);
+    rc->red.ctx = NULL;
+    rc->host.op = bridge_op(id, op);
+    rc->red.commutative = 1;
+    return rc->red.fn == NULL;
 }
 
 /* The last predefined (type, op) pair this thread reduced with: a small reduction repeats

@@ -22,9 +22,10 @@ NC_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_C
     if (!s) return PMPI_Bcast(buf, count, type, root, comm);
     nc_buffer b;
     nc_data l;
+    nc_dt_cursor cursor;
     int is_root = s->coll.rank == root;
     if (root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
-        nc_buffer_open_data(&b, &l, buf, count, type, comm, is_root)) {
+        nc_buffer_open_data(&b, &l, &cursor, buf, count, type, comm, is_root)) {
         nc_mpi_fallback(NC_COLL_BCAST, NC_ALG_PMPI_ARGS);
         return PMPI_Bcast(buf, count, type, root, comm);
     }

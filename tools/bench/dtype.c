@@ -61,23 +61,28 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds of every operation over ROUNDS rounds (after one warm-up each), the
- * operations alternating within a round so drifting load hits them alike. */
+/* Median seconds of each of `n` variants over ROUNDS rounds (after one warm-up each), the
+ * variants alternating within a round so drifting load hits them alike; `time_one` runs
+ * variant v once and returns its seconds. */
 #define ROUNDS 15
-static void median_times(const run *r, double med[OPS])
+#define MAX_VARIANTS 8
+static void alternated_medians(run *r, int n, double (*time_one)(run *r, int v), double *med)
 {
-    double t[OPS][ROUNDS];
-    for (int op = 0; op < OPS; op++) once(r, op);
+    double t[MAX_VARIANTS][ROUNDS];
+    for (int v = 0; v < n; v++) time_one(r, v);
     for (int i = 0; i < ROUNDS; i++)
-        for (int op = 0; op < OPS; op++) {
-            double t0 = now();
-            once(r, op);
-            t[op][i] = now() - t0;
-        }
-    for (int op = 0; op < OPS; op++) {
-        qsort(t[op], ROUNDS, sizeof(double), cmp_double);
-        med[op] = t[op][ROUNDS / 2];
+        for (int v = 0; v < n; v++) t[v][i] = time_one(r, v);
+    for (int v = 0; v < n; v++) {
+        qsort(t[v], ROUNDS, sizeof(double), cmp_double);
+        med[v] = t[v][ROUNDS / 2];
     }
+}
+
+static double time_op(run *r, int op)
+{
+    double t0 = now();
+    once(r, op);
+    return now() - t0;
 }
 
 static void run_init(run *r, MPI_Datatype type, int count)
@@ -116,6 +121,7 @@ static int ranks = 1, my_rank;
 /* ---- Bcast of derived datatypes (several ranks) ---- */
 
 enum { BC_NODECOLL, BC_HOST, BC_MANUAL, BC_PLAIN_ROOT, BCASTS };
+_Static_assert(OPS <= MAX_VARIANTS && BCASTS <= MAX_VARIANTS, "alternated_medians keeps MAX_VARIANTS rows");
 
 static void bcast_once(run *r, int how)
 {
@@ -135,29 +141,21 @@ static void bcast_once(run *r, int how)
     }
 }
 
-/* The same for the Bcast variants, timing the slowest rank. */
-static void bcast_times(run *r, double med[BCASTS])
+/* One Bcast variant, timed on the slowest rank. */
+static double time_bcast(run *r, int how)
 {
-    double t[BCASTS][ROUNDS];
-    for (int how = 0; how < BCASTS; how++) bcast_once(r, how);
-    for (int i = 0; i < ROUNDS; i++)
-        for (int how = 0; how < BCASTS; how++) {
-            PMPI_Barrier(MPI_COMM_WORLD);
-            double t0 = now();
-            bcast_once(r, how);
-            double mine = now() - t0;
-            PMPI_Allreduce(&mine, &t[how][i], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        }
-    for (int how = 0; how < BCASTS; how++) {
-        qsort(t[how], ROUNDS, sizeof(double), cmp_double);
-        med[how] = t[how][ROUNDS / 2];
-    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    bcast_once(r, how);
+    double mine = now() - t0, slowest;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
 }
 
 static void bcast_shape(const char *name, run *r)
 {
     double med[BCASTS];
-    bcast_times(r, med);
+    alternated_medians(r, BCASTS, time_bcast, med);
     if (my_rank) return;
     printf("%-28s %9.1f %7.0f %9.3f %9.3f %9.3f %7.2fx %7.2fx %11.3f\n", name, (double)r->bytes / 1048576.0,
            nc_dt_mean_run(r->d), med[BC_NODECOLL] * 1e3, med[BC_HOST] * 1e3, med[BC_MANUAL] * 1e3,
@@ -181,7 +179,7 @@ static void shape(const char *name, MPI_Datatype type, int count)
         return;
     }
     double gbs[OPS], med[OPS];
-    median_times(&r, med);
+    alternated_medians(&r, OPS, time_op, med);
     for (int op = 0; op < OPS; op++) gbs[op] = (double)r.bytes / med[op] / 1e9;
     printf("%-28s %9.1f %7.0f %7.2f %7.2f %7.2f %7.2f %7.2f %6.1fx %6.1fx\n", name,
            (double)r.bytes / 1048576.0, nc_dt_mean_run(r.d), gbs[0], gbs[1], gbs[2], gbs[3], gbs[4],
@@ -261,7 +259,7 @@ static void transpose(void)
         run_init(&r, t, 1);
         if (ranks > 1) {
             double med[BCASTS];
-            bcast_times(&r, med);
+            alternated_medians(&r, BCASTS, time_bcast, med);
             if (!my_rank)
                 printf("%20d %5.1f %10.2f %11.3f %9.3f %10.3f %7.2fx %7.2fx\n", n, (double)r.bytes / 1048576.0,
                        med[BC_NODECOLL] * 1e9 / ((double)n * n), med[BC_NODECOLL] * 1e3, med[BC_HOST] * 1e3,
@@ -270,7 +268,7 @@ static void transpose(void)
             continue;
         }
         double med[OPS];
-        median_times(&r, med);
+        alternated_medians(&r, OPS, time_op, med);
         double whole = med[OP_PACK], host = med[OP_HOST_PACK];
         double best = 1e30;
         for (int rep = 0; rep < 3; rep++) {
