@@ -46,3 +46,7 @@ foreach(case "preload;2" "preload;3" "disabled;2" "install;2")
     ${preload_script} ${scenario} ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
     ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${np})
 endforeach()
+
+# Type signatures that disagree (receivers holding half or twice what is sent): the hosts'
+# error class, nothing written past a buffer, every rank still in step.
+nodecoll_mpi_test(NAME test_mismatch SOURCES test_mismatch.c NP 2 3 LABELS robustness quick TIMEOUT 120)

@@ -18,8 +18,6 @@
 #include "select.h"
 #include "../core/kselect.h"
 
-static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-
 /* ---- one node ------------------------------------------------------------------------ */
 
 static void allgather_on_node(nc_comm *c, const void *send, size_t send_bytes, const nc_vec *recv)
@@ -42,9 +40,9 @@ static void allgather_on_node(nc_comm *c, const void *send, size_t send_bytes, c
         size_t len = nc_vec_len(recv, i);
         if (!len) continue;
         nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
-        nc_move_read(c, &p, 0, nc_vec_at(recv, i), min_size(len, p.bytes));
+        nc_move_read(c, &p, 0, nc_vec_at(recv, i), nc_fit(c, p.bytes, len));
     }
-    if (send && send_bytes) memcpy(nc_vec_at(recv, c->rank), send, min_size(send_bytes, nc_vec_len(recv, c->rank)));
+    if (send && send_bytes) memcpy(nc_vec_at(recv, c->rank), send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
     nc_move_done(n, seq);
     if (my_len) nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
 }
@@ -152,7 +150,7 @@ static int allgather_across_nodes(nc_comm *c, nc_coll_id coll, const void *send,
         for (int k = 0; k <= nodes; k++) g.off[k] = nc_move_node_off(c, sorted, k);
     }
     char *region = g.all ? g.all + g.off[my_node] : NULL;
-    nc_move_collect(c, seq, mine, my_len, &region);
+    nc_move_collect(c, seq, mine, my_len, &region, region ? g.off[my_node + 1] - g.off[my_node] : 0);
     if (nc_comm_is_leader(c)) err = bridge_allgatherv(c, coll, &g);
 
     uint64_t seq2 = nc_move_round(n);
@@ -167,7 +165,7 @@ static int allgather_across_nodes(nc_comm *c, nc_coll_id coll, const void *send,
         int i = (c->rank + j) % c->size;
         nc_move_read(c, &p, sorted[i], nc_vec_at(recv, i), nc_vec_len(recv, i));
     }
-    if (send && send_bytes) memcpy(nc_vec_at(recv, c->rank), send, min_size(send_bytes, nc_vec_len(recv, c->rank)));
+    if (send && send_bytes) memcpy(nc_vec_at(recv, c->rank), send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
     nc_move_done(n, seq2);
     if (nc_comm_is_leader(c)) {
         for (int r = 1; r < n->size; r++) n->move_readers[r - 1] = r;
@@ -190,5 +188,5 @@ int nc_allgatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_byt
         allgather_on_node(c, send, send_bytes, recv);
     }
     nc_stats_count(coll, alg, send_bytes);
-    return err;
+    return nc_call_result(c, err);
 }

@@ -23,8 +23,6 @@
 #include "../core/team.h"
 #include "select.h"
 
-static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-
 static int on_my_node(const nc_comm *c, int i) { return c->node_of[i] == c->node_of[c->rank]; }
 
 /* In place: my send data is my receive buffer, which my own reads overwrite; publish a
@@ -144,7 +142,7 @@ int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *
     nc_move_done(n, seq);
     int err = nc_comm_multinode(c) ? exchange_remote(c, send, recv) : 0;
     if (!in_place)
-        memcpy(nc_vec_at(recv, c->rank), nc_vec_at(send, c->rank), min_size(nc_vec_len(recv, c->rank), nc_vec_len(send, c->rank)));
+        memcpy(nc_vec_at(recv, c->rank), nc_vec_at(send, c->rank), nc_fit(c, nc_vec_len(send, c->rank), nc_vec_len(recv, c->rank)));
     nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
     if (in_place) {
         free(copy.base);
@@ -153,5 +151,5 @@ int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *
     size_t bytes = 0;
     for (int i = 0; i < c->size; i++) bytes += nc_vec_len(recv, i);
     nc_stats_count(coll, alg, bytes);
-    return err;
+    return nc_call_result(c, err);
 }

@@ -83,6 +83,7 @@ static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t 
     size_t chunk = n->layout.seg_size;
     uint64_t nfrag = (bytes + chunk - 1) / chunk;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    int announced = !t->vrank && place.in_flag; /* the root's announcement carried the message */
     for (uint64_t g = g0, k; g < g0 + nfrag; g += k) {
         k = frags_per_step(n, l, place, g, g0 + nfrag - g);
         size_t off = (size_t)(g - g0) * chunk, len = bytes - off < k * chunk ? bytes - off : k * chunk;
@@ -91,7 +92,7 @@ static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t 
             nc_wait_ge(nc_frag_signal(n, place, t->parent, g + k - 1), g + k, &n->wait);
             from_parent = nc_frag_data(n, place, t->parent, g);
         }
-        if (t->children) {
+        if (t->children && !(announced && g == g0)) {
             char *slot = claim_slot(n, place, t, g);
             for (uint64_t h = g + 1; h < g + k; h++) claim_slot(n, place, t, h); /* the next ones follow in the ring */
             if (from_parent) memcpy(slot, from_parent, len);
@@ -226,7 +227,7 @@ static void bcast_single_copy(nc_node *n, const tree_pos *t, nc_data *l, size_t 
     if (flat != l->base) free(flat);
 }
 
-nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
+static nc_alg_id plan_and_run(nc_comm *c, nc_data *l, size_t bytes, int root)
 {
     nc_node *n = &c->node;
     nc_alg_id alg = nc_select(c, NC_COLL_BCAST, bytes);
@@ -243,7 +244,48 @@ nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
     if (alg == NC_ALG_CMA)
         bcast_single_copy(n, &t, l, bytes, chunk, g0, g0 + nfrag, push);
     else
-        bcast_through_shm(n, &t, l, bytes, nc_frag_place_for(bytes), g0);
+        bcast_through_shm(n, &t, l, bytes, nc_frag_place_aligned(bytes), g0);
+    return alg;
+}
+
+/* Every rank plans a call from its node root's byte count, which the root announces in aux[0]
+ * of its inline flag for the call's first fragment (a message that fits rides in the same
+ * flag, so a small Bcast still costs one line transfer).  Ranks whose counts disagree, an
+ * erroneous program, thus still number fragments alike and stay in step.  The flag is
+ * claimed for every reader: any rank of the node reads the announcement. */
+static void announce_bytes(nc_node *n, nc_data *l, size_t bytes, uint64_t g0)
+{
+    nc_frag_place inline_place = nc_frag_place_aligned(0);
+    char *data = nc_frag_claim_for_all(n, inline_place, g0);
+    nc_flag *f = nc_frag_signal(n, inline_place, n->rank, g0);
+    atomic_store_explicit(&f->aux[0], bytes, memory_order_relaxed);
+    if (nc_frag_place_aligned(bytes).in_flag) nc_data_pack(l, 0, data, bytes);
+    nc_flag_post(f, g0 + 1);
+}
+
+static size_t announced_bytes(nc_node *n, int root, uint64_t g0)
+{
+    const nc_flag *f = nc_frag_signal(n, nc_frag_place_aligned(0), root, g0);
+    nc_wait_ge(f, g0 + 1, &n->wait);
+    return atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+}
+
+nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t my_bytes, int root)
+{
+    nc_node *n = &c->node;
+    size_t bytes = my_bytes;
+    /* Nothing to send takes no step (as in the host MPIs, a count of zero on some ranks only
+     * cannot be detected: those ranks are gone before the others could learn of it). */
+    if (!my_bytes) return nc_select(c, NC_COLL_BCAST, 0);
+    if (n->rank == root) announce_bytes(n, l, bytes, n->frag);
+    else bytes = announced_bytes(n, root, n->frag);
+    if (bytes <= my_bytes) return plan_and_run(c, l, bytes, root); /* fewer: the layout takes a prefix */
+    /* More than my arguments hold: take part in full (my children may expect it all), keep
+     * what fits and report the truncation, as the host MPI does. */
+    nc_data whole = nc_data_bytes(nc_alloc_or_die(bytes));
+    nc_alg_id alg = plan_and_run(c, &whole, bytes, root);
+    nc_data_unpack(l, 0, whole.base, nc_fit(c, bytes, my_bytes));
+    free(whole.base);
     return alg;
 }
 
@@ -272,12 +314,13 @@ static int bcast_across_nodes(nc_comm *c, nc_data *l, size_t bytes, int root)
 int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
 {
     if (!bytes) return 0;
-    if (nc_data_is_bytes(l) || !(nc_comm_multinode(c) && nc_comm_is_leader(c))) return bcast_across_nodes(c, l, bytes, root);
+    if (nc_data_is_bytes(l) || !(nc_comm_multinode(c) && nc_comm_is_leader(c)))
+        return nc_call_result(c, bcast_across_nodes(c, l, bytes, root));
     /* A leader hands the bridge contiguous bytes: it stages its derived datatype. */
     nc_data flat = nc_data_bytes(nc_alloc_or_die(bytes));
     if (c->rank == root) nc_data_pack(l, 0, flat.base, bytes);
     int err = bcast_across_nodes(c, &flat, bytes, root);
     if (c->rank != root) nc_data_unpack(l, 0, flat.base, bytes);
     free(flat.base);
-    return err;
+    return nc_call_result(c, err);
 }

@@ -62,7 +62,27 @@ typedef struct nc_comm {
     int *node_start;   /* node k's members are node_members[node_start[k] .. node_start[k+1]) */
     int cma_everywhere; /* single-copy works on every node of the communicator */
     nc_config cfg;     /* comm rank 0's settings, adopted by every rank */
+    atomic_int truncated; /* this call brought this rank more bytes than its arguments hold */
 } nc_comm;
+
+/* A collective's result when this rank was sent more than its arguments let it receive (the
+ * excess was dropped): the host MPI's MPI_ERR_TRUNCATE.  Bridge errors are positive. */
+#define NC_TRUNCATED (-2)
+
+/* How much of `sent` bytes fit in `room`; notes the truncation when they do not. */
+static inline size_t nc_fit(nc_comm *c, size_t sent, size_t room)
+{
+    if (sent <= room) return sent;
+    atomic_store_explicit(&c->truncated, 1, memory_order_relaxed);
+    return room;
+}
+
+/* A call's result: the bridge's error, else NC_TRUNCATED if nc_fit dropped bytes (cleared). */
+static inline int nc_call_result(nc_comm *c, int err)
+{
+    int truncated = atomic_exchange_explicit(&c->truncated, 0, memory_order_relaxed);
+    return err ? err : truncated ? NC_TRUNCATED : 0;
+}
 
 /* One rank's view of a vector argument of a data-movement collective: block i (of rank i)
  * has lens[i] bytes at base + offs[i] (the adapter turns MPI's counts, displacements and

@@ -12,13 +12,8 @@ typedef struct nc_frag_place {
     size_t skip; /* bytes left free at the start of an inline flag's data, for alignment */
 } nc_frag_place;
 
-static inline nc_frag_place nc_frag_place_for(size_t message_bytes)
-{
-    return (nc_frag_place){message_bytes <= NC_INLINE_MAX, 0};
-}
-
-/* The same for data read as typed elements: inline data starts 16-byte aligned (a flag's
- * data begins 8 bytes into its line), as long double and its pairs require. */
+/* Inline data starts 8 bytes into the flag's data: aux[0] stays free for a header (Bcast's
+ * byte count), and the data is 16-byte aligned, as long double and its pairs require. */
 #define NC_INLINE_ALIGNED_MAX (NC_INLINE_MAX - 8)
 static inline nc_frag_place nc_frag_place_aligned(size_t message_bytes)
 {

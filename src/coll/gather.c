@@ -17,8 +17,6 @@
 #include "../core/fatal.h"
 #include "../core/team.h"
 
-static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-
 /* ---- one node ------------------------------------------------------------------------ */
 
 /* Small blocks travel through the sender's slot and the root copies them out; a large
@@ -40,19 +38,20 @@ static void gather_on_node(nc_comm *c, const void *send, size_t send_bytes, cons
         nc_move_claim(c, NULL); /* my flag line is rewritten below: my last readers must be done */
         nc_pub p = nc_move_await(c, root_nr, seq);
         nc_span s = p.table[c->rank];
-        nc_move_write(c, &p, s.off, send, min_size(send_bytes, s.len));
-        nc_move_publish(n, seq, NULL, NC_PUB_PUSHED, 0);
+        nc_move_write(c, &p, s.off, send, send_bytes < s.len ? send_bytes : s.len);
+        nc_move_publish(n, seq, NULL, NC_PUB_PUSHED, send_bytes); /* the root judges the fit */
         return;
     }
     nc_span *table = nc_move_claim(c, NULL);
     for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
     nc_move_publish(n, seq, recv->base, 0, 0);
-    if (send) nc_par_copy(nc_vec_at(recv, root), send, min_size(nc_vec_len(recv, root), send_bytes));
+    if (send) nc_par_copy(nc_vec_at(recv, root), send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     for (int i = 0; i < c->size; i++) {
         size_t len = nc_vec_len(recv, i);
         if (!len || i == root) continue;
         nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
-        if (p.in_slot != NC_PUB_PUSHED) nc_move_read(c, &p, 0, nc_vec_at(recv, i), min_size(len, p.bytes));
+        size_t fit = nc_fit(c, p.bytes, len);
+        if (p.in_slot != NC_PUB_PUSHED) nc_move_read(c, &p, 0, nc_vec_at(recv, i), fit);
     }
     nc_move_done(n, seq);
 }
@@ -88,7 +87,7 @@ static void scatter_on_node(nc_comm *c, const nc_vec *send, void *recv, size_t r
     if (c->rank == root) {
         int nreaders;
         int in_slot = publish_blocks(c, seq, send, root, n->move_readers, &nreaders);
-        if (recv) memcpy(recv, nc_vec_at(send, root), min_size(recv_bytes, nc_vec_len(send, root)));
+        if (recv) memcpy(recv, nc_vec_at(send, root), nc_fit(c, nc_vec_len(send, root), recv_bytes));
         nc_move_done(n, seq);
         nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
         return;
@@ -150,7 +149,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
     uint64_t seq = nc_move_round(n);
     if (c->node_of[c->rank] != root_node) {
         char *region = NULL;
-        size_t bytes = nc_move_collect(c, seq, send, send_bytes, &region);
+        size_t bytes = nc_move_collect(c, seq, send, send_bytes, &region, 0);
         nc_xfer to_root = {root_node, region, bytes};
         if (nc_comm_is_leader(c) && bytes) err = c->bridge.exchange(c->bridge.ctx, &to_root, 1, NULL, 0);
         free(region);
@@ -170,7 +169,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
         }
         size_t all_bytes = totals[c->bridge.size - 1].off + totals[c->bridge.size - 1].len;
         char *all = nc_alloc_or_die(all_bytes), *mine_region = all + totals[root_node].off;
-        nc_move_collect(c, seq, is_root ? mine : send, send_bytes, &mine_region);
+        nc_move_collect(c, seq, is_root ? mine : send, send_bytes, &mine_region, totals[root_node].len);
         err = receive_node_regions(c, all, totals, root_node);
         free(totals);
         uint64_t seq2 = nc_move_round(n);
@@ -181,11 +180,11 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
         nc_move_release(n, seq2, 0, &root_nr, 1);
         free(all);
     } else {
-        if (!is_root) nc_move_collect(c, seq, send, send_bytes, NULL);
+        if (!is_root) nc_move_collect(c, seq, send, send_bytes, NULL, 0);
         uint64_t seq2 = nc_move_round(n);
         if (is_root) root_reads_from_leader(c, seq2, recv, root);
     }
-    if (is_root && send) memcpy(nc_vec_at(recv, root), send, min_size(nc_vec_len(recv, root), send_bytes));
+    if (is_root && send) memcpy(nc_vec_at(recv, root), send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     return err;
 }
 
@@ -245,7 +244,7 @@ static int scatter_from_root_node(nc_comm *c, uint64_t seq, const nc_vec *send, 
     int err = 0, in_slot = 0;
     if (c->rank == root) {
         in_slot = root_publishes_all_spans(c, seq, send, root);
-        if (recv) memcpy(recv, nc_vec_at(send, root), min_size(recv_bytes, nc_vec_len(send, root)));
+        if (recv) memcpy(recv, nc_vec_at(send, root), nc_fit(c, nc_vec_len(send, root), recv_bytes));
     }
     if (recv_bytes || nc_comm_is_leader(c)) {
         nc_pub p = nc_move_await(c, c->node_rank_of[root], seq);
@@ -317,7 +316,7 @@ int nc_gatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes,
         gather_on_node(c, send, send_bytes, recv, root);
     }
     nc_stats_count(coll, alg, send_bytes);
-    return err;
+    return nc_call_result(c, err);
 }
 
 int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, void *recv, size_t recv_bytes, int root)
@@ -331,5 +330,5 @@ int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, void *recv, siz
         scatter_on_node(c, send, recv, recv_bytes, root);
     }
     nc_stats_count(coll, alg, recv_bytes);
-    return err;
+    return nc_call_result(c, err);
 }

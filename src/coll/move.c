@@ -102,7 +102,7 @@ void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, s
 void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len)
 {
     nc_span s = p->table[comm_rank];
-    nc_move_read(c, p, s.off, dst, len < s.len ? len : (size_t)s.len);
+    nc_move_read(c, p, s.off, dst, nc_fit(c, s.len, len));
 }
 
 void nc_move_done(nc_node *n, uint64_t seq) { nc_flag_post(&nc_node_ctl(n, n->rank)->move_done, seq); }
@@ -130,7 +130,7 @@ void nc_move_publish_block(nc_comm *c, uint64_t seq, const void *data, size_t by
     nc_move_offer(c, seq, slot, data, bytes, readers, nreaders);
 }
 
-size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst)
+size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst, size_t room)
 {
     nc_node *n = &c->node;
     static const int leader = 0;
@@ -140,16 +140,19 @@ size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes,
     }
     size_t total = bytes;
     for (int r = 1; r < n->size; r++) total += nc_move_await(c, r, seq).bytes;
-    if (!*dst) *dst = nc_alloc_or_die(total);
-    if (bytes) memcpy(*dst, data, bytes);
-    size_t at = bytes;
+    if (!*dst) *dst = nc_alloc_or_die(room = total);
+    /* Members that send more than the receivers expect (an erroneous program) must not write
+     * past the region: what does not fit is dropped. */
+    size_t at = bytes < room ? bytes : room;
+    if (at) memcpy(*dst, data, at);
     for (int r = 1; r < n->size; r++) {
         nc_pub p = nc_move_await(c, r, seq);
-        nc_move_read(c, &p, 0, *dst + at, p.bytes);
-        at += p.bytes;
+        size_t len = p.bytes < room - at ? p.bytes : room - at;
+        nc_move_read(c, &p, 0, *dst + at, len);
+        at += len;
     }
     nc_move_done(n, seq);
-    return total;
+    return at;
 }
 
 size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v)

@@ -65,7 +65,7 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
 /* Writes `len` bytes into a publication's buffer at offset `off` (its publisher asked for
  * them with a span table over its own receive buffer). */
 void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len);
-/* Copies my span of a table publication: at most `len` bytes. */
+/* Copies my span of a table publication: at most `len` bytes (more is a truncation, nc_fit). */
 void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len);
 /* Tells publishers I have finished reading in round `seq`. */
 void nc_move_done(nc_node *n, uint64_t seq);
@@ -81,9 +81,10 @@ void nc_move_offer(nc_comm *c, uint64_t seq, char *slot, const void *data, size_
 void nc_move_publish_block(nc_comm *c, uint64_t seq, const void *data, size_t bytes, const int *readers, int nreaders);
 
 /* Several nodes: every member publishes its block (possibly empty) to its leader, which
- * copies the blocks into `dst` in node-rank order (allocated when *dst is NULL).  Returns
- * the node's total at the leader, 0 elsewhere. */
-size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst);
+ * copies the blocks into `dst` in node-rank order: at most `room` bytes, or all of them into
+ * a buffer allocated when *dst is NULL.  Returns the bytes collected at the leader, 0
+ * elsewhere. */
+size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst, size_t room);
 
 /* Offsets of every rank's block in the node-sorted layout (node 0's members, node 1's, ...)
  * for block lengths nc_vec_len(v, i); [size] is the total.  Free with free(). */

@@ -73,6 +73,7 @@ void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason) { nc_stats_count(coll, r
 
 int nc_mpi_raise(MPI_Comm comm, int err)
 {
+    if (err == NC_TRUNCATED) err = MPI_ERR_TRUNCATE;
     if (err != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, err);
     return err;
 }
