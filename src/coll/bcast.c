@@ -78,12 +78,12 @@ static uint64_t frags_per_step(const nc_node *n, const nc_data *l, nc_frag_place
 }
 
 static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t bytes, nc_frag_place place,
-                              uint64_t g0)
+                              uint64_t g0, int announced)
 {
     size_t chunk = n->layout.seg_size;
     uint64_t nfrag = (bytes + chunk - 1) / chunk;
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    int announced = !t->vrank && place.in_flag; /* the root's announcement carried the message */
+    int carried = announced && !t->vrank && place.in_flag; /* the root's announcement carried the message */
     for (uint64_t g = g0, k; g < g0 + nfrag; g += k) {
         k = frags_per_step(n, l, place, g, g0 + nfrag - g);
         size_t off = (size_t)(g - g0) * chunk, len = bytes - off < k * chunk ? bytes - off : k * chunk;
@@ -92,7 +92,7 @@ static void bcast_through_shm(nc_node *n, const tree_pos *t, nc_data *l, size_t 
             nc_wait_ge(nc_frag_signal(n, place, t->parent, g + k - 1), g + k, &n->wait);
             from_parent = nc_frag_data(n, place, t->parent, g);
         }
-        if (t->children && !(announced && g == g0)) {
+        if (t->children && !(carried && g == g0)) {
             char *slot = claim_slot(n, place, t, g);
             for (uint64_t h = g + 1; h < g + k; h++) claim_slot(n, place, t, h); /* the next ones follow in the ring */
             if (from_parent) memcpy(slot, from_parent, len);
@@ -209,7 +209,7 @@ static void bcast_single_copy(nc_node *n, const tree_pos *t, nc_data *l, size_t 
     char *flat = ring || nc_data_is_bytes(l) ? l->base : t->children ? nc_alloc_or_die(bytes) : NULL;
     if (ring) {
         if (t->children) atomic_store_explicit(&me->pub.aux[1], RING_TAG | (g0 + 1), memory_order_relaxed);
-        bcast_through_shm(n, t, l, bytes, (nc_frag_place){0, 0}, g0);
+        bcast_through_shm(n, t, l, bytes, (nc_frag_place){0, 0}, g0, 0);
     } else {
         atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)flat, memory_order_relaxed);
         if (!t->vrank) {
@@ -227,7 +227,8 @@ static void bcast_single_copy(nc_node *n, const tree_pos *t, nc_data *l, size_t 
     if (flat != l->base) free(flat);
 }
 
-static nc_alg_id plan_and_run(nc_comm *c, nc_data *l, size_t bytes, int root)
+/* `announced`: the root has announced the byte count (and sent a message that fits with it). */
+static nc_alg_id plan_and_run(nc_comm *c, nc_data *l, size_t bytes, int root, int announced)
 {
     nc_node *n = &c->node;
     nc_alg_id alg = nc_select(c, NC_COLL_BCAST, bytes);
@@ -244,7 +245,7 @@ static nc_alg_id plan_and_run(nc_comm *c, nc_data *l, size_t bytes, int root)
     if (alg == NC_ALG_CMA)
         bcast_single_copy(n, &t, l, bytes, chunk, g0, g0 + nfrag, push);
     else
-        bcast_through_shm(n, &t, l, bytes, nc_frag_place_aligned(bytes), g0);
+        bcast_through_shm(n, &t, l, bytes, nc_frag_place_aligned(bytes), g0, announced);
     return alg;
 }
 
@@ -277,13 +278,14 @@ nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t my_bytes, int root)
     /* Nothing to send takes no step (as in the host MPIs, a count of zero on some ranks only
      * cannot be detected: those ranks are gone before the others could learn of it). */
     if (!my_bytes) return nc_select(c, NC_COLL_BCAST, 0);
+    if (!c->cfg.bcast_check) return plan_and_run(c, l, bytes, root, 0);
     if (n->rank == root) announce_bytes(n, l, bytes, n->frag);
     else bytes = announced_bytes(n, root, n->frag);
-    if (bytes <= my_bytes) return plan_and_run(c, l, bytes, root); /* fewer: the layout takes a prefix */
+    if (bytes <= my_bytes) return plan_and_run(c, l, bytes, root, 1); /* fewer: the layout takes a prefix */
     /* More than my arguments hold: take part in full (my children may expect it all), keep
      * what fits and report the truncation, as the host MPI does. */
     nc_data whole = nc_data_bytes(nc_alloc_or_die(bytes));
-    nc_alg_id alg = plan_and_run(c, &whole, bytes, root);
+    nc_alg_id alg = plan_and_run(c, &whole, bytes, root, 1);
     nc_data_unpack(l, 0, whole.base, nc_fit(c, bytes, my_bytes));
     free(whole.base);
     return alg;
