@@ -248,7 +248,8 @@ static void run_derived(MPI_Comm comm, int seed)
                                   "allgatherv", "alltoall", "alltoallv", "alltoallw"};
     for (int call = 0; call < 9; call++)
         for (int sides = 0; sides < 3; sides++) { /* derived send / derived receive / both */
-            int n = (int)(t_rand(&rng) % 40), root = (int)(t_rand(&rng) % (uint64_t)size);
+            /* Every other case is large enough for single-copy reads (24 KiB packed and up). */
+            int n = (int)(t_rand(&rng) % 40) + (sides == call % 3 ? 6000 : 0), root = (int)(t_rand(&rng) % (uint64_t)size);
             MPI_Datatype st = sides != 1 ? gappy : MPI_INT, rt = sides != 0 ? gappy : MPI_INT;
             size_t cap = (size_t)(2 * size * n + 4);
             int *send = alloc_ints((int)cap, 0), *out[2], counts[MAXP], displs[MAXP], bytes[MAXP];
@@ -286,6 +287,57 @@ static void run_derived(MPI_Comm comm, int seed)
     if (t_size > 1 && !getenv("NODECOLL_CMA"))
         T_CHECK(nodecoll_stat_calls("allgatherv", "packed") > 0, "derived datatypes never took the packed path");
     MPI_Type_free(&gappy);
+}
+
+/* Receive types whose runs are long (512 B of every 640 B): on one node the blocks are read
+ * in place (counted "typed"), by vectored single-copy reads once a block leaves the slot.
+ * Senders use MPI_INT with the same signature. */
+static void run_derived_runs(MPI_Comm comm)
+{
+    enum { RUN = 128, STRIDE = 160 };
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Datatype run, runs;
+    MPI_Type_contiguous(RUN, MPI_INT, &run);
+    MPI_Type_create_resized(run, 0, STRIDE * (MPI_Aint)sizeof(int), &runs);
+    MPI_Type_commit(&runs);
+    const char *single = getenv("NODECOLL_RANKS_PER_NODE");
+    int one_node = !single || atoi(single) >= size;
+    static const char *names[] = {"gather", "allgather", "alltoall", "alltoallw"};
+    for (int call = 0; call < 4; call++)
+        for (int big = 0; big < 2; big++) {
+            int n = big ? 64 : 4, root = (call + big) % size, ints = n * RUN, cap = size * n * STRIDE + 4;
+            int *send = alloc_ints(size * ints, 0), *out[2], counts[MAXP], bytes[MAXP], scounts[MAXP], sbytes[MAXP];
+            MPI_Datatype rtypes[MAXP], stypes[MAXP];
+            for (int k = 0; k < size * ints; k++) send[k] = value(7, rank, call, k);
+            for (int q = 0; q < size; q++) {
+                rtypes[q] = q % 2 ? MPI_INT : runs, counts[q] = q % 2 ? ints : n, bytes[q] = q * n * STRIDE * (int)sizeof(int);
+                stypes[q] = MPI_INT, scounts[q] = ints, sbytes[q] = q * ints * (int)sizeof(int);
+            }
+            uint64_t typed = nodecoll_stat_calls(names[call], "typed");
+            for (int a = 0; a < 2; a++) {
+                out[a] = alloc_ints(cap, -7);
+                switch (call) {
+                case 0: (a ? MPI_Gather : PMPI_Gather)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
+                case 1: (a ? MPI_Allgather : PMPI_Allgather)(send, ints, MPI_INT, out[a], n, runs, comm); break;
+                case 2: (a ? MPI_Alltoall : PMPI_Alltoall)(send, ints, MPI_INT, out[a], n, runs, comm); break;
+                default:
+                    (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, scounts, sbytes, stypes, out[a], counts, bytes, rtypes, comm);
+                }
+            }
+            char what[64];
+            snprintf(what, sizeof what, "%s, receive runs of %d B, %d per block", names[call], RUN * 4, n);
+            check_same(out[1], out[0], cap, what, 0, root);
+            int receives = call != 0 || rank == root;
+            if (one_node && size > 1 && receives)
+                T_CHECK(nodecoll_stat_calls(names[call], "typed") > typed, "%s: not read in place", what);
+            free(out[0]);
+            free(out[1]);
+            free(send);
+        }
+    MPI_Type_free(&runs);
+    MPI_Type_free(&run);
 }
 
 /* ---- zero-size peers ------------------------------------------------------------------- */
@@ -373,6 +425,7 @@ int main(int argc, char **argv)
         for (int p = 0; p < P_COUNT; p++) run_case(comm, p, seed);
     check_fast_path();
     run_derived(comm, cases + 2);
+    run_derived_runs(comm);
     run_zero_peer_check(comm);
     run_errors(comm);
     /* The communicator still works after the errors. */

@@ -40,9 +40,9 @@ static void allgather_on_node(nc_comm *c, const void *send, size_t send_bytes, c
         size_t len = nc_vec_len(recv, i);
         if (!len) continue;
         nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
-        nc_move_read(c, &p, 0, nc_vec_at(recv, i), nc_fit(c, p.bytes, len));
+        nc_move_read_block(c, &p, 0, recv, i, nc_fit(c, p.bytes, len));
     }
-    if (send && send_bytes) memcpy(nc_vec_at(recv, c->rank), send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
+    if (send && send_bytes) nc_vec_unpack(recv, c->rank, send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
     nc_move_done(n, seq);
     if (my_len) nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
 }

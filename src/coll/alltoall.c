@@ -36,7 +36,7 @@ static char *copy_for_in_place(const nc_comm *c, const nc_vec *recv, size_t *off
     for (int i = 0; i < c->size; i++) {
         lens[i] = i == c->rank ? 0 : nc_vec_len(recv, i);
         offs[i] = at;
-        if (lens[i]) memcpy(copy + at, nc_vec_at(recv, i), lens[i]);
+        nc_vec_pack(recv, i, copy + at, lens[i]);
         at += lens[i];
     }
     return copy;
@@ -76,7 +76,7 @@ static void read_peer(void *ctx, size_t k)
     bin_reads *b = ctx;
     int i = b->peers[k];
     nc_pub p = nc_move_await(b->c, b->c->node_rank_of[i], b->seq);
-    nc_move_read_span(b->c, &p, b->c->rank, nc_vec_at(b->recv, i), nc_vec_len(b->recv, i));
+    nc_move_read_span_block(b->c, &p, b->recv, i);
 }
 
 /* Seed 001's bins: zero (skipped), small (read first), large.  A thread team divides the
@@ -142,7 +142,7 @@ int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *
     nc_move_done(n, seq);
     int err = nc_comm_multinode(c) ? exchange_remote(c, send, recv) : 0;
     if (!in_place)
-        memcpy(nc_vec_at(recv, c->rank), nc_vec_at(send, c->rank), nc_fit(c, nc_vec_len(send, c->rank), nc_vec_len(recv, c->rank)));
+        nc_vec_unpack(recv, c->rank, nc_vec_at(send, c->rank), nc_fit(c, nc_vec_len(send, c->rank), nc_vec_len(recv, c->rank)));
     nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
     if (in_place) {
         free(copy.base);

@@ -90,6 +90,9 @@ static inline int nc_call_result(nc_comm *c, int err)
 typedef struct nc_vec {
     char *base;
     const size_t *lens, *offs;
+    nc_data *blocks; /* NULL, or block i laid out as blocks[i] says (a derived receive type used
+                      * in place; base and offs then unused): go through nc_move_read_block,
+                      * nc_vec_unpack and nc_vec_pack */
 } nc_vec;
 
 static inline size_t nc_vec_len(const nc_vec *v, int i) { return v->lens[i]; }

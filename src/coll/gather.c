@@ -37,21 +37,28 @@ static void gather_on_node(nc_comm *c, const void *send, size_t send_bytes, cons
         }
         nc_move_claim(c, NULL); /* my flag line is rewritten below: my last readers must be done */
         nc_pub p = nc_move_await(c, root_nr, seq);
+        if (!p.base) { /* the root's receive layout is its datatype's: it reads my block itself */
+            nc_move_offer(c, seq, NULL, send, send_bytes, &root_nr, 1);
+            return;
+        }
         nc_span s = p.table[c->rank];
         nc_move_write(c, &p, s.off, send, send_bytes < s.len ? send_bytes : s.len);
         nc_move_publish(n, seq, NULL, NC_PUB_PUSHED, send_bytes); /* the root judges the fit */
+        /* My flag line must keep this publication until the root has read it: my next
+         * claim waits for the root, as after a slot publication. */
+        nc_move_release(n, seq, 1, &root_nr, 1);
         return;
     }
     nc_span *table = nc_move_claim(c, NULL);
-    for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
-    nc_move_publish(n, seq, recv->base, 0, 0);
-    if (send) nc_par_copy(nc_vec_at(recv, root), send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
+    for (int i = 0; i < c->size && !recv->blocks; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
+    nc_move_publish(n, seq, recv->blocks ? NULL : recv->base, 0, 0);
+    if (send) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     for (int i = 0; i < c->size; i++) {
         size_t len = nc_vec_len(recv, i);
         if (!len || i == root) continue;
         nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
         size_t fit = nc_fit(c, p.bytes, len);
-        if (p.in_slot != NC_PUB_PUSHED) nc_move_read(c, &p, 0, nc_vec_at(recv, i), fit);
+        if (p.in_slot != NC_PUB_PUSHED) nc_move_read_block(c, &p, 0, recv, i, fit);
     }
     nc_move_done(n, seq);
 }

@@ -105,6 +105,44 @@ void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, si
     nc_move_read(c, p, s.off, dst, nc_fit(c, s.len, len));
 }
 
+void nc_move_read_block(nc_comm *c, const nc_pub *p, uint64_t off, const nc_vec *v, int i, size_t len)
+{
+    if (!v->blocks) {
+        nc_move_read(c, p, off, nc_vec_at(v, i), len);
+        return;
+    }
+    nc_node *n = &c->node;
+    nc_data *d = &v->blocks[i];
+    if (!len) return;
+    if (p->in_slot) {
+        nc_data_unpack(d, 0, nc_node_move_area(n, p->rank) + nc_move_table_bytes(c) + off, len);
+    } else if (p->rank == n->rank) {
+        nc_data_unpack(d, 0, p->base + off, len);
+    } else { /* dense runs are read in place, sparse ones through a bounce buffer */
+        int err = nc_data_read(d, n->pids[p->rank], p->base + off, 0, len);
+        if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", p->rank, err);
+    }
+    nc_data_release(d); /* the bounce buffer: blocks are read one after another */
+}
+
+void nc_move_read_span_block(nc_comm *c, const nc_pub *p, const nc_vec *v, int i)
+{
+    nc_span s = p->table[c->rank];
+    nc_move_read_block(c, p, s.off, v, i, nc_fit(c, s.len, nc_vec_len(v, i)));
+}
+
+void nc_vec_unpack(const nc_vec *v, int i, const void *src, size_t len)
+{
+    if (v->blocks) nc_data_unpack(&v->blocks[i], 0, src, len);
+    else if (len) nc_par_copy(nc_vec_at(v, i), src, len);
+}
+
+void nc_vec_pack(const nc_vec *v, int i, void *dst, size_t len)
+{
+    if (v->blocks) nc_data_pack(&v->blocks[i], 0, dst, len);
+    else if (len) memcpy(dst, nc_vec_at(v, i), len);
+}
+
 void nc_move_done(nc_node *n, uint64_t seq) { nc_flag_post(&nc_node_ctl(n, n->rank)->move_done, seq); }
 
 /* ---- building blocks ------------------------------------------------------------------ */

@@ -4,15 +4,18 @@
  * so (the same on every rank), or when this rank's arguments are invalid (the host then
  * reports its own error class).
  *
- * Datatypes: predefined types whose elements lie back to back are used in place.  Any other
- * committed type is packed into a staging copy by the datatype engine (counted "packed"), never sent to the host
- * alone: MPI lets one rank describe its data with a derived type while its peers use a
- * predefined one, and a per-rank choice of path would leave the peers waiting in ours. */
+ * Datatypes: predefined types whose elements lie back to back are used in place.  So are
+ * derived receive vectors on one node (counted "typed"): each block is an nc_data the
+ * algorithms read into through the datatype engine's cursor.  Any other committed type is
+ * packed into a staging copy by the engine (counted "packed"), never sent to the host alone:
+ * MPI lets one rank describe its data with a derived type while its peers use a predefined
+ * one, and a per-rank choice of path would leave the peers waiting in ours. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "datatype.h"
+#include "dtype_decode.h"
 #include "state.h"
 #include "../core/fatal.h"
 #include "../coll/select.h"
@@ -29,6 +32,8 @@ typedef struct move_vec {
     nc_vec v;
     size_t *table;               /* lens[n] then offs[n] */
     char *staging;               /* packed copy when some block's type is not dense */
+    nc_data *blocks;             /* or: every block in place through the engine (v.blocks) */
+    nc_dt_cursor *cursors;
 } move_vec;
 
 static int count_of(const move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
@@ -76,9 +81,41 @@ static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
     return 0;
 }
 
+/* A receive vector on one node whose every block the engine describes: the blocks become
+ * nc_data read into in place; 0 if some block's type is not described (stage it instead). */
+static int open_in_place(move_vec *m, const int64_t *offs)
+{
+    const nc_config *cfg = nc_config_get();
+    if (!cfg->dtype_engine) return 0;
+    size_t n = (size_t)(m->n > 0 ? m->n : 1);
+    m->blocks = nc_alloc_or_die(sizeof *m->blocks * n);
+    m->cursors = nc_alloc_or_die(sizeof *m->cursors * n);
+    const nc_dtype *type = NULL;
+    for (int i = 0; i < m->n; i++) {
+        char *base = m->user + offs[i];
+        int size, dense = 1;
+        if (m->table[i]) nc_datatype_describe(type_of(m, i), &size, &dense); /* (valid: checked before) */
+        if (dense) {
+            m->blocks[i] = nc_data_bytes(base);
+            continue;
+        }
+        if ((m->types || !type) && !(type = nc_mpi_dtype(type_of(m, i)))) {
+            free(m->blocks);
+            free(m->cursors);
+            m->blocks = NULL;
+            m->cursors = NULL;
+            return 0;
+        }
+        m->blocks[i] = nc_data_typed(base, type, (size_t)count_of(m, i), (size_t)cfg->dtype_iov_min_run, &m->cursors[i]);
+    }
+    m->v = (nc_vec){.lens = m->table, .offs = m->table + n, .blocks = m->blocks};
+    return 1;
+}
+
 /* 0 on success, 1: invalid arguments (leave the call to the host MPI).  `fill`: the data
- * is input (pack it now when staged). */
-static int vec_open(move_vec *m, MPI_Comm comm, int fill)
+ * is input (pack it now when staged).  `in_place_ok`: a derived receive vector may be used
+ * in place (one node, output only). */
+static int vec_open(move_vec *m, MPI_Comm comm, int fill, int in_place_ok)
 {
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
     int64_t *signed_offs = nc_alloc_or_die(sizeof(int64_t) * n);
@@ -98,15 +135,19 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
         free(signed_offs);
         return 1;
     }
+    if (!dense && in_place_ok && !fill && open_in_place(m, signed_offs)) {
+        free(signed_offs);
+        return 0;
+    }
     if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
         if (!total) lowest = 0;
         for (int i = 0; i < m->n; i++) offs[i] = lens[i] ? (size_t)(signed_offs[i] - lowest) : 0;
-        m->v = (nc_vec){m->user + lowest, lens, offs};
+        m->v = (nc_vec){m->user + lowest, lens, offs, NULL};
     } else {
         size_t at = 0;
         for (int i = 0; i < m->n; i++, at += lens[i - 1]) offs[i] = at;
         m->staging = nc_alloc_or_die(total);
-        m->v = (nc_vec){m->staging, lens, offs};
+        m->v = (nc_vec){m->staging, lens, offs, NULL};
         if (fill) pack_blocks(m, comm, 0);
     }
     free(signed_offs);
@@ -119,9 +160,14 @@ static void vec_close(move_vec *m, MPI_Comm comm, int drain)
         if (drain) pack_blocks(m, comm, 1);
         free(m->staging);
     }
+    for (int i = 0; m->blocks && i < m->n; i++) nc_data_release(&m->blocks[i]);
+    free(m->blocks);
+    free(m->cursors);
     free(m->table);
     m->table = NULL;
     m->staging = NULL;
+    m->blocks = NULL;
+    m->cursors = NULL;
 }
 
 static move_vec vec_of(const void *buf, const int *counts, const int *displs, int count, MPI_Datatype type, int n)
@@ -148,10 +194,15 @@ static int args_fallback(nc_coll_id coll)
     return -1;
 }
 
-static void count_packed(nc_coll_id coll, int staged, size_t bytes)
+static void count_datatypes(nc_coll_id coll, int staged, int typed, size_t bytes)
 {
     if (staged) nc_stats_count(coll, NC_ALG_PACKED, bytes);
+    else if (typed) nc_stats_count(coll, NC_ALG_TYPED, bytes);
 }
+
+/* Derived receive vectors are read into in place on one node; across nodes the bridge
+ * needs contiguous bytes. */
+static int single_node(const nc_mpi_comm *s) { return !nc_comm_multinode(&s->coll); }
 
 static int comm_size(MPI_Comm comm)
 {
@@ -173,12 +224,12 @@ static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int 
     nc_buffer b = {0};
     if (root < 0 || root >= s->coll.size || (in_place && !is_root)) return args_fallback(coll);
     if (!in_place && nc_buffer_open(&b, (void *)one_buf, one_count, one_type, comm, !scatter)) return args_fallback(coll);
-    if (is_root && vec_open(all, comm, scatter)) {
+    if (is_root && vec_open(all, comm, scatter, single_node(s))) {
         nc_buffer_close(&b, comm, 0);
         vec_close(all, comm, 0);
         return args_fallback(coll);
     }
-    count_packed(coll, b.staging || all->staging, b.bytes);
+    count_datatypes(coll, b.staging || all->staging, all->blocks != NULL, b.bytes);
     const nc_vec *v = is_root ? &all->v : NULL;
     void *one = in_place ? NULL : b.bytes_at;
     int err = scatter ? nc_scatterv(&s->coll, coll, v, one, b.bytes, root)
@@ -235,12 +286,12 @@ static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MP
     nc_buffer b = {0};
     if (!in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1)) return args_fallback(coll);
     /* In place, my own block is input: pack it too (the whole vector, when staged). */
-    if (vec_open(recv, comm, in_place)) {
+    if (vec_open(recv, comm, in_place, single_node(s))) {
         nc_buffer_close(&b, comm, 0);
         vec_close(recv, comm, 0);
         return args_fallback(coll);
     }
-    count_packed(coll, b.staging || recv->staging, b.bytes);
+    count_datatypes(coll, b.staging || recv->staging, recv->blocks != NULL, b.bytes);
     int err = nc_allgatherv(&s->coll, coll, in_place ? NULL : b.bytes_at, b.bytes, &recv->v);
     vec_close(recv, comm, 1);
     nc_buffer_close(&b, comm, 0);
@@ -272,12 +323,12 @@ static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_
     nc_mpi_comm *s = accelerated(comm, coll);
     if (!s) return -1;
     int in_place = send->user == MPI_IN_PLACE;
-    if ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)) {
+    if ((!in_place && vec_open(send, comm, 1, 0)) || vec_open(recv, comm, in_place, single_node(s))) {
         vec_close(send, comm, 0);
         vec_close(recv, comm, 0);
         return args_fallback(coll);
     }
-    count_packed(coll, send->staging || recv->staging, 0);
+    count_datatypes(coll, send->staging || recv->staging, recv->blocks != NULL, 0);
     int err = nc_alltoallv(&s->coll, coll, in_place ? NULL : &send->v, &recv->v);
     vec_close(send, comm, 0);
     vec_close(recv, comm, 1);
