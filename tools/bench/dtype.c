@@ -4,7 +4,9 @@
  * On several ranks, the same shapes and transposes as MPI_Bcast of the derived type: nodecoll
  * (the type used in place), the host's PMPI_Bcast, and a user's manual pack + byte Bcast +
  * unpack, alternated in one run; "plain root": nodecoll again with the root sending plain
- * doubles (the receivers' single-copy reads then go straight into their layouts).
+ * doubles (the receivers' single-copy reads then go straight into their layouts).  Then
+ * MPI_Allgather of plain doubles into blocks of each shape: nodecoll (the receive type used
+ * in place), the host, and a manual byte Allgather + unpack of every block.
  *
  * Usage: mpiexec -np P nodecoll-bench-dtype [packed MiB per shape, default 16] */
 #include <mpi.h>
@@ -162,6 +164,63 @@ static void bcast_shape(const char *name, run *r)
            med[BC_HOST] / med[BC_NODECOLL], med[BC_MANUAL] / med[BC_NODECOLL], med[BC_PLAIN_ROOT] * 1e3);
 }
 
+/* ---- Allgather into derived datatypes (several ranks) ---- */
+
+enum { AG_NODECOLL, AG_HOST, AG_MANUAL, ALLGATHERS };
+_Static_assert(ALLGATHERS <= MAX_VARIANTS, "alternated_medians keeps MAX_VARIANTS rows");
+static char *ag_recv, *ag_packed; /* every rank's block in the shape's layout / packed */
+
+static void allgather_once(run *r, int how)
+{
+    int doubles = (int)(r->bytes / sizeof(double));
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(r->type, &lb, &extent);
+    if (how == AG_NODECOLL) {
+        MPI_Allgather(r->packed, doubles, MPI_DOUBLE, ag_recv, r->count, r->type, MPI_COMM_WORLD);
+    } else if (how == AG_HOST) {
+        PMPI_Allgather(r->packed, doubles, MPI_DOUBLE, ag_recv, r->count, r->type, MPI_COMM_WORLD);
+    } else {
+        MPI_Allgather(r->packed, doubles, MPI_DOUBLE, ag_packed, doubles, MPI_DOUBLE, MPI_COMM_WORLD);
+        for (int b = 0; b < ranks; b++) {
+            nc_dt_cursor c;
+            nc_dt_cursor_init(&c, r->d, ag_recv + (MPI_Aint)b * extent * r->count, (size_t)r->count, 0);
+            nc_dt_unpack(&c, ag_packed + (size_t)b * r->bytes, r->bytes);
+        }
+    }
+}
+
+static double time_allgather(run *r, int how)
+{
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    allgather_once(r, how);
+    double mine = now() - t0, slowest;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+static void allgather_shape(const char *name, run *r)
+{
+    MPI_Aint lb, extent, tlb, textent;
+    MPI_Type_get_extent(r->type, &lb, &extent);
+    MPI_Type_get_true_extent(r->type, &tlb, &textent);
+    size_t span = (size_t)((ranks * r->count - 1) * extent + textent);
+    char *mem = malloc(span);
+    memset(mem, 1, span);
+    ag_recv = mem - tlb;
+    ag_packed = malloc(r->bytes * (size_t)ranks);
+    double med[ALLGATHERS];
+    alternated_medians(r, ALLGATHERS, time_allgather, med);
+    free(mem);
+    free(ag_packed);
+    if (my_rank) return;
+    printf("%-28s %9.1f %7.0f %9.3f %9.3f %9.3f %7.2fx %7.2fx\n", name, (double)r->bytes / 1048576.0,
+           nc_dt_mean_run(r->d), med[AG_NODECOLL] * 1e3, med[AG_HOST] * 1e3, med[AG_MANUAL] * 1e3,
+           med[AG_HOST] / med[AG_NODECOLL], med[AG_MANUAL] / med[AG_NODECOLL]);
+}
+
+static int allgather_pass; /* shapes() runs twice on several ranks: Bcast, then Allgather */
+
 /* One table row: GB/s of every operation, and the engine's gain over the host (one rank),
  * or the Bcast times (several). */
 static void shape(const char *name, MPI_Datatype type, int count)
@@ -174,7 +233,8 @@ static void shape(const char *name, MPI_Datatype type, int count)
         return;
     }
     if (ranks > 1) {
-        bcast_shape(name, &r);
+        if (allgather_pass) allgather_shape(name, &r);
+        else bcast_shape(name, &r);
         run_free(&r);
         return;
     }
@@ -190,7 +250,10 @@ static void shape(const char *name, MPI_Datatype type, int count)
 static void shapes(size_t mib)
 {
     size_t doubles = mib * 1048576 / 8;
-    if (ranks > 1 && !my_rank)
+    if (ranks > 1 && !my_rank && allgather_pass)
+        printf("\n%-28s %9s %7s %9s %9s %9s %8s %8s\n", "Allgather into shape (ms)", "MiB/blk", "run B", "nodecoll",
+               "host", "manual", "host x", "manual x");
+    else if (ranks > 1 && !my_rank)
         printf("%-28s %9s %7s %9s %9s %9s %8s %8s %11s\n", "Bcast of shape (ms)", "MiB", "run B", "nodecoll", "host",
                "manual", "host x", "manual x", "plain root");
     else if (ranks == 1)
@@ -302,6 +365,10 @@ int main(int argc, char **argv)
                "alternated rounds; packed MiB per shape %zu\n", ranks, ROUNDS, mib);
     shapes(mib);
     transpose();
+    if (ranks > 1) {
+        allgather_pass = 1;
+        shapes(mib);
+    }
     MPI_Finalize();
     return 0;
 }
