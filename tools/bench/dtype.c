@@ -143,16 +143,18 @@ static void bcast_once(run *r, int how)
     }
 }
 
-/* One Bcast variant, timed on the slowest rank. */
-static double time_bcast(run *r, int how)
+/* One variant of a collective, timed on the slowest rank. */
+static double time_slowest(run *r, int how, void (*once_of)(run *r, int how))
 {
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
-    bcast_once(r, how);
+    once_of(r, how);
     double mine = now() - t0, slowest;
     PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return slowest;
 }
+
+static double time_bcast(run *r, int how) { return time_slowest(r, how, bcast_once); }
 
 static void bcast_shape(const char *name, run *r)
 {
@@ -189,15 +191,7 @@ static void allgather_once(run *r, int how)
     }
 }
 
-static double time_allgather(run *r, int how)
-{
-    PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
-    allgather_once(r, how);
-    double mine = now() - t0, slowest;
-    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
-}
+static double time_allgather(run *r, int how) { return time_slowest(r, how, allgather_once); }
 
 static void allgather_shape(const char *name, run *r)
 {
