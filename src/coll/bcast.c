@@ -254,11 +254,12 @@ static nc_alg_id plan_and_run(nc_comm *c, nc_data *l, size_t bytes, int root, in
  * flag, so a small Bcast still costs one line transfer).  Ranks whose counts disagree, an
  * erroneous program, thus still number fragments alike and stay in step.  The flag is
  * claimed for every reader: any rank of the node reads the announcement. */
+static const nc_frag_place announcement_place = {1, NC_INLINE_HEADER}; /* an inline flag */
+
 static void announce_bytes(nc_node *n, nc_data *l, size_t bytes, uint64_t g0)
 {
-    nc_frag_place inline_place = nc_frag_place_aligned(0);
-    char *data = nc_frag_claim_for_all(n, inline_place, g0);
-    nc_flag *f = nc_frag_signal(n, inline_place, n->rank, g0);
+    char *data = nc_frag_claim_for_all(n, announcement_place, g0);
+    nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0);
     atomic_store_explicit(&f->aux[0], bytes, memory_order_relaxed);
     if (nc_frag_place_aligned(bytes).in_flag) nc_data_pack(l, 0, data, bytes);
     nc_flag_post(f, g0 + 1);
@@ -266,7 +267,7 @@ static void announce_bytes(nc_node *n, nc_data *l, size_t bytes, uint64_t g0)
 
 static size_t announced_bytes(nc_node *n, int root, uint64_t g0)
 {
-    const nc_flag *f = nc_frag_signal(n, nc_frag_place_aligned(0), root, g0);
+    const nc_flag *f = nc_frag_signal(n, announcement_place, root, g0);
     nc_wait_ge(f, g0 + 1, &n->wait);
     return atomic_load_explicit(&f->aux[0], memory_order_relaxed);
 }

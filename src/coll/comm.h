@@ -80,8 +80,10 @@ static inline size_t nc_fit(nc_comm *c, size_t sent, size_t room)
 /* A call's result: the bridge's error, else NC_TRUNCATED if nc_fit dropped bytes (cleared). */
 static inline int nc_call_result(nc_comm *c, int err)
 {
-    int truncated = atomic_exchange_explicit(&c->truncated, 0, memory_order_relaxed);
-    return err ? err : truncated ? NC_TRUNCATED : 0;
+    /* a plain load on the common path: an atomic exchange per call would cost a locked op */
+    if (!atomic_load_explicit(&c->truncated, memory_order_relaxed)) return err;
+    atomic_store_explicit(&c->truncated, 0, memory_order_relaxed);
+    return err ? err : NC_TRUNCATED;
 }
 
 /* One rank's view of a vector argument of a data-movement collective: block i (of rank i)

@@ -14,10 +14,11 @@ typedef struct nc_frag_place {
 
 /* Inline data starts 8 bytes into the flag's data: aux[0] stays free for a header (Bcast's
  * byte count), and the data is 16-byte aligned, as long double and its pairs require. */
-#define NC_INLINE_ALIGNED_MAX (NC_INLINE_MAX - 8)
+#define NC_INLINE_HEADER 8
+#define NC_INLINE_ALIGNED_MAX (NC_INLINE_MAX - NC_INLINE_HEADER)
 static inline nc_frag_place nc_frag_place_aligned(size_t message_bytes)
 {
-    return (nc_frag_place){message_bytes <= NC_INLINE_ALIGNED_MAX, 8};
+    return (nc_frag_place){message_bytes <= NC_INLINE_ALIGNED_MAX, NC_INLINE_HEADER};
 }
 
 static inline nc_flag *nc_frag_signal(const nc_node *n, nc_frag_place p, int rank, uint64_t g)

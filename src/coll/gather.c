@@ -50,7 +50,8 @@ static void gather_on_node(nc_comm *c, const void *send, size_t send_bytes, cons
         return;
     }
     nc_span *table = nc_move_claim(c, NULL);
-    for (int i = 0; i < c->size && !recv->blocks; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
+    if (!recv->blocks) /* a typed vector has no single buffer to read into: senders publish */
+        for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
     nc_move_publish(n, seq, recv->blocks ? NULL : recv->base, 0, 0);
     if (send) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     for (int i = 0; i < c->size; i++) {

@@ -77,26 +77,35 @@ nc_pub nc_move_await(nc_comm *c, int peer, uint64_t seq)
     return p;
 }
 
-void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len)
+/* Where a local read of a publication's bytes at off starts; NULL when they live in another
+ * process and need a single-copy read. */
+static const char *local_bytes(nc_comm *c, const nc_pub *p, uint64_t off)
 {
     nc_node *n = &c->node;
+    if (p->in_slot) return nc_node_move_area(n, p->rank) + nc_move_table_bytes(c) + off;
+    return p->rank == n->rank ? p->base + off : NULL;
+}
+
+static void check_single_copy(const nc_pub *p, const char *what, int err)
+{
+    if (err) nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe", what, p->rank, err);
+}
+
+void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len)
+{
     if (!len) return;
-    if (p->in_slot) {
-        memcpy(dst, nc_node_move_area(n, p->rank) + nc_move_table_bytes(c) + off, len);
-    } else if (p->rank == n->rank) {
-        nc_par_copy(dst, p->base + off, len);
-    } else { /* a large read: the caller's thread team, if any, shares it */
-        int err = nc_par_cma(0, n->pids[p->rank], (void *)(p->base + off), dst, len);
-        if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", p->rank, err);
-    }
+    const char *src = local_bytes(c, p, off);
+    if (p->in_slot) memcpy(dst, src, len); /* small: not worth a thread team */
+    else if (src) nc_par_copy(dst, src, len);
+    else /* a large read: the caller's thread team, if any, shares it */
+        check_single_copy(p, "read from", nc_par_cma(0, c->node.pids[p->rank], (void *)(p->base + off), dst, len));
 }
 
 void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len)
 {
     nc_node *n = &c->node;
     if (!len) return;
-    int err = nc_par_cma(1, n->pids[p->rank], (void *)(p->base + off), (void *)src, len);
-    if (err) nc_fatal("single-copy write to node rank %d failed (errno %d) after a successful probe", p->rank, err);
+    check_single_copy(p, "write to", nc_par_cma(1, n->pids[p->rank], (void *)(p->base + off), (void *)src, len));
 }
 
 void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len)
@@ -111,17 +120,12 @@ void nc_move_read_block(nc_comm *c, const nc_pub *p, uint64_t off, const nc_vec 
         nc_move_read(c, p, off, nc_vec_at(v, i), len);
         return;
     }
-    nc_node *n = &c->node;
-    nc_data *d = &v->blocks[i];
     if (!len) return;
-    if (p->in_slot) {
-        nc_data_unpack(d, 0, nc_node_move_area(n, p->rank) + nc_move_table_bytes(c) + off, len);
-    } else if (p->rank == n->rank) {
-        nc_data_unpack(d, 0, p->base + off, len);
-    } else { /* dense runs are read in place, sparse ones through a bounce buffer */
-        int err = nc_data_read(d, n->pids[p->rank], p->base + off, 0, len);
-        if (err) nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", p->rank, err);
-    }
+    nc_data *d = &v->blocks[i];
+    const char *src = local_bytes(c, p, off);
+    if (src) nc_data_unpack(d, 0, src, len);
+    else /* dense runs are read in place, sparse ones through a bounce buffer */
+        check_single_copy(p, "read from", nc_data_read(d, c->node.pids[p->rank], p->base + off, 0, len));
     nc_data_release(d); /* the bounce buffer: blocks are read one after another */
 }
 

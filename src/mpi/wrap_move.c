@@ -31,9 +31,8 @@ typedef struct move_vec {
     const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
     nc_vec v;
     size_t *table;               /* lens[n] then offs[n] */
-    char *staging;               /* packed copy when some block's type is not dense */
-    nc_data *blocks;             /* or: every block in place through the engine (v.blocks) */
-    nc_dt_cursor *cursors;
+    char *staging;               /* packed copy when some block's type is not dense, */
+    nc_dt_cursor *cursors;       /* or: every block in place through the engine (v.blocks) */
 } move_vec;
 
 static int count_of(const move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
@@ -88,27 +87,26 @@ static int open_in_place(move_vec *m, const int64_t *offs)
     const nc_config *cfg = nc_config_get();
     if (!cfg->dtype_engine) return 0;
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
-    m->blocks = nc_alloc_or_die(sizeof *m->blocks * n);
-    m->cursors = nc_alloc_or_die(sizeof *m->cursors * n);
+    nc_data *blocks = nc_alloc_or_die(sizeof *blocks * n);
+    nc_dt_cursor *cursors = nc_alloc_or_die(sizeof *cursors * n);
     const nc_dtype *type = NULL;
+    int size, dense = 1;
     for (int i = 0; i < m->n; i++) {
+        if (i == 0 || m->types) { /* (valid: describe_blocks checked it) */
+            nc_datatype_describe(type_of(m, i), &size, &dense);
+            type = dense ? NULL : nc_mpi_dtype(type_of(m, i));
+            if (!dense && !type) {
+                free(blocks);
+                free(cursors);
+                return 0;
+            }
+        }
         char *base = m->user + offs[i];
-        int size, dense = 1;
-        if (m->table[i]) nc_datatype_describe(type_of(m, i), &size, &dense); /* (valid: checked before) */
-        if (dense) {
-            m->blocks[i] = nc_data_bytes(base);
-            continue;
-        }
-        if ((m->types || !type) && !(type = nc_mpi_dtype(type_of(m, i)))) {
-            free(m->blocks);
-            free(m->cursors);
-            m->blocks = NULL;
-            m->cursors = NULL;
-            return 0;
-        }
-        m->blocks[i] = nc_data_typed(base, type, (size_t)count_of(m, i), (size_t)cfg->dtype_iov_min_run, &m->cursors[i]);
+        blocks[i] = type ? nc_data_typed(base, type, (size_t)count_of(m, i), (size_t)cfg->dtype_iov_min_run, &cursors[i])
+                         : nc_data_bytes(base);
     }
-    m->v = (nc_vec){.lens = m->table, .offs = m->table + n, .blocks = m->blocks};
+    m->cursors = cursors;
+    m->v = (nc_vec){.lens = m->table, .offs = m->table + n, .blocks = blocks};
     return 1;
 }
 
@@ -160,13 +158,13 @@ static void vec_close(move_vec *m, MPI_Comm comm, int drain)
         if (drain) pack_blocks(m, comm, 1);
         free(m->staging);
     }
-    for (int i = 0; m->blocks && i < m->n; i++) nc_data_release(&m->blocks[i]);
-    free(m->blocks);
+    for (int i = 0; m->v.blocks && i < m->n; i++) nc_data_release(&m->v.blocks[i]);
+    free(m->v.blocks);
     free(m->cursors);
     free(m->table);
     m->table = NULL;
     m->staging = NULL;
-    m->blocks = NULL;
+    m->v.blocks = NULL;
     m->cursors = NULL;
 }
 
@@ -229,7 +227,7 @@ static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int 
         vec_close(all, comm, 0);
         return args_fallback(coll);
     }
-    count_datatypes(coll, b.staging || all->staging, all->blocks != NULL, b.bytes);
+    count_datatypes(coll, b.staging || all->staging, all->v.blocks != NULL, b.bytes);
     const nc_vec *v = is_root ? &all->v : NULL;
     void *one = in_place ? NULL : b.bytes_at;
     int err = scatter ? nc_scatterv(&s->coll, coll, v, one, b.bytes, root)
@@ -291,7 +289,7 @@ static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MP
         vec_close(recv, comm, 0);
         return args_fallback(coll);
     }
-    count_datatypes(coll, b.staging || recv->staging, recv->blocks != NULL, b.bytes);
+    count_datatypes(coll, b.staging || recv->staging, recv->v.blocks != NULL, b.bytes);
     int err = nc_allgatherv(&s->coll, coll, in_place ? NULL : b.bytes_at, b.bytes, &recv->v);
     vec_close(recv, comm, 1);
     nc_buffer_close(&b, comm, 0);
@@ -328,7 +326,7 @@ static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_
         vec_close(recv, comm, 0);
         return args_fallback(coll);
     }
-    count_datatypes(coll, send->staging || recv->staging, recv->blocks != NULL, 0);
+    count_datatypes(coll, send->staging || recv->staging, recv->v.blocks != NULL, 0);
     int err = nc_alltoallv(&s->coll, coll, in_place ? NULL : &send->v, &recv->v);
     vec_close(send, comm, 0);
     vec_close(recv, comm, 1);
