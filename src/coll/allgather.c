@@ -163,9 +163,9 @@ static int allgather_across_nodes(nc_comm *c, nc_coll_id coll, const void *send,
     nc_pub p = nc_move_await(c, 0, seq2);
     for (int j = 1; j < c->size; j++) {
         int i = (c->rank + j) % c->size;
-        nc_move_read(c, &p, sorted[i], nc_vec_at(recv, i), nc_vec_len(recv, i));
+        nc_move_read_block(c, &p, sorted[i], recv, i, nc_vec_len(recv, i));
     }
-    if (send && send_bytes) memcpy(nc_vec_at(recv, c->rank), send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
+    if (send && send_bytes) nc_vec_unpack(recv, c->rank, send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
     nc_move_done(n, seq2);
     if (nc_comm_is_leader(c)) {
         for (int r = 1; r < n->size; r++) n->move_readers[r - 1] = r;

@@ -110,11 +110,22 @@ static int exchange_remote(nc_comm *c, const nc_vec *send, const nc_vec *recv)
             if (len && (len <= limit) == small && !on_my_node(c, i))
                 sends[nsends++] = (nc_xfer){i, nc_vec_at(send, i), len};
         }
-    for (int i = 0; i < c->size; i++)
-        if (nc_vec_len(recv, i) && !on_my_node(c, i)) recvs[nrecvs++] = (nc_xfer){i, nc_vec_at(recv, i), nc_vec_len(recv, i)};
+    /* The host receives bytes: blocks with a layout arrive in one scratch and are unpacked. */
+    size_t scratch_bytes = 0;
+    for (int i = 0; recv->blocks && i < c->size; i++)
+        if (!on_my_node(c, i)) scratch_bytes += nc_vec_len(recv, i);
+    char *scratch = scratch_bytes ? nc_alloc_or_die(scratch_bytes) : NULL, *at = scratch;
+    for (int i = 0; i < c->size; i++) {
+        size_t len = nc_vec_len(recv, i);
+        if (!len || on_my_node(c, i)) continue;
+        recvs[nrecvs++] = (nc_xfer){i, scratch ? at : nc_vec_at(recv, i), len};
+        at += scratch ? len : 0;
+    }
     int err = nsends || nrecvs ? c->bridge.comm_exchange(c->bridge.comm_ctx, sends, nsends, recvs, nrecvs,
                                                          (int)c->cfg.alltoall_window)
                                : 0;
+    for (int r = 0; scratch && !err && r < nrecvs; r++) nc_vec_unpack(recv, recvs[r].peer, recvs[r].buf, recvs[r].bytes);
+    free(scratch);
     free(sends);
     return err;
 }

@@ -141,7 +141,7 @@ static void root_reads_from_leader(nc_comm *c, uint64_t seq, const nc_vec *recv,
     nc_pub p = nc_move_await(c, 0, seq);
     size_t *sorted = nc_move_sorted_offsets(c, recv);
     for (int i = 0; i < c->size; i++)
-        if (i != root) nc_move_read(c, &p, sorted[i], nc_vec_at(recv, i), nc_vec_len(recv, i));
+        if (i != root) nc_move_read_block(c, &p, sorted[i], recv, i, nc_vec_len(recv, i));
     free(sorted);
     nc_move_done(&c->node, seq);
 }
@@ -192,7 +192,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
         uint64_t seq2 = nc_move_round(n);
         if (is_root) root_reads_from_leader(c, seq2, recv, root);
     }
-    if (is_root && send) memcpy(nc_vec_at(recv, root), send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
+    if (is_root && send) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     return err;
 }
 

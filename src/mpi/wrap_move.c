@@ -111,9 +111,8 @@ static int open_in_place(move_vec *m, const int64_t *offs)
 }
 
 /* 0 on success, 1: invalid arguments (leave the call to the host MPI).  `fill`: the data
- * is input (pack it now when staged).  `in_place_ok`: a derived receive vector may be used
- * in place (one node, output only). */
-static int vec_open(move_vec *m, MPI_Comm comm, int fill, int in_place_ok)
+ * is input (pack it now when staged); an output-only derived vector is used in place. */
+static int vec_open(move_vec *m, MPI_Comm comm, int fill)
 {
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
     int64_t *signed_offs = nc_alloc_or_die(sizeof(int64_t) * n);
@@ -133,7 +132,7 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill, int in_place_ok)
         free(signed_offs);
         return 1;
     }
-    if (!dense && in_place_ok && !fill && open_in_place(m, signed_offs)) {
+    if (!dense && !fill && open_in_place(m, signed_offs)) {
         free(signed_offs);
         return 0;
     }
@@ -198,10 +197,6 @@ static void count_datatypes(nc_coll_id coll, int staged, int typed, size_t bytes
     else if (typed) nc_stats_count(coll, NC_ALG_TYPED, bytes);
 }
 
-/* Derived receive vectors are read into in place on one node; across nodes the bridge
- * needs contiguous bytes. */
-static int single_node(const nc_mpi_comm *s) { return !nc_comm_multinode(&s->coll); }
-
 static int comm_size(MPI_Comm comm)
 {
     int size = 0;
@@ -222,7 +217,7 @@ static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int 
     nc_buffer b = {0};
     if (root < 0 || root >= s->coll.size || (in_place && !is_root)) return args_fallback(coll);
     if (!in_place && nc_buffer_open(&b, (void *)one_buf, one_count, one_type, comm, !scatter)) return args_fallback(coll);
-    if (is_root && vec_open(all, comm, scatter, single_node(s))) {
+    if (is_root && vec_open(all, comm, scatter)) {
         nc_buffer_close(&b, comm, 0);
         vec_close(all, comm, 0);
         return args_fallback(coll);
@@ -284,7 +279,7 @@ static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MP
     nc_buffer b = {0};
     if (!in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1)) return args_fallback(coll);
     /* In place, my own block is input: pack it too (the whole vector, when staged). */
-    if (vec_open(recv, comm, in_place, single_node(s))) {
+    if (vec_open(recv, comm, in_place)) {
         nc_buffer_close(&b, comm, 0);
         vec_close(recv, comm, 0);
         return args_fallback(coll);
@@ -321,7 +316,7 @@ static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_
     nc_mpi_comm *s = accelerated(comm, coll);
     if (!s) return -1;
     int in_place = send->user == MPI_IN_PLACE;
-    if ((!in_place && vec_open(send, comm, 1, 0)) || vec_open(recv, comm, in_place, single_node(s))) {
+    if ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)) {
         vec_close(send, comm, 0);
         vec_close(recv, comm, 0);
         return args_fallback(coll);
