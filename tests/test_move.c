@@ -291,7 +291,8 @@ static void run_derived(MPI_Comm comm, int seed)
 
 /* Receive types whose runs are long (512 B of every 640 B): the blocks are read in place
  * (counted "typed"), on one node by vectored single-copy reads once a block leaves the slot,
- * across nodes from the leader's copy (Alltoall: the remote blocks through one scratch).
+ * across nodes from the leader's copy (Alltoall: the remote blocks through one scratch);
+ * Scatter's single receive buffer likewise.
  * Senders use MPI_INT with the same signature. */
 static void run_derived_runs(MPI_Comm comm)
 {
@@ -303,8 +304,8 @@ static void run_derived_runs(MPI_Comm comm)
     MPI_Type_contiguous(RUN, MPI_INT, &run);
     MPI_Type_create_resized(run, 0, STRIDE * (MPI_Aint)sizeof(int), &runs);
     MPI_Type_commit(&runs);
-    static const char *names[] = {"gather", "allgather", "alltoall", "alltoallw"};
-    for (int call = 0; call < 4; call++)
+    static const char *names[] = {"gather", "allgather", "alltoall", "alltoallw", "scatter"};
+    for (int call = 0; call < 5; call++)
         for (int big = 0; big < 2; big++) {
             int n = big ? 64 : 4, root = (call + big) % size, ints = n * RUN, cap = size * n * STRIDE + 4;
             int *send = alloc_ints(size * ints, 0), *out[2], counts[MAXP], bytes[MAXP], scounts[MAXP], sbytes[MAXP];
@@ -321,6 +322,7 @@ static void run_derived_runs(MPI_Comm comm)
                 case 0: (a ? MPI_Gather : PMPI_Gather)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
                 case 1: (a ? MPI_Allgather : PMPI_Allgather)(send, ints, MPI_INT, out[a], n, runs, comm); break;
                 case 2: (a ? MPI_Alltoall : PMPI_Alltoall)(send, ints, MPI_INT, out[a], n, runs, comm); break;
+                case 4: (a ? MPI_Scatter : PMPI_Scatter)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
                 default:
                     (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, scounts, sbytes, stypes, out[a], counts, bytes, rtypes, comm);
                 }

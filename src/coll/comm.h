@@ -123,9 +123,10 @@ int nc_scan(nc_comm *c, const void *send, void *recv, size_t count, const nc_red
 
 /* Data movement (gather.c, allgather.c, alltoall.c).  `coll` names the MPI call for the
  * counters.  A NULL send (or recv for scatter) means MPI_IN_PLACE: the rank's own block is
- * already where it belongs.  `recv` of gather and `send` of scatter matter at the root only. */
+ * already where it belongs.  `recv` of gather and `send` of scatter matter at the root only;
+ * what a rank receives lands in its own layout (nc_vec.blocks, scatter's nc_data). */
 int nc_gatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes, const nc_vec *recv, int root);
-int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, void *recv, size_t recv_bytes, int root);
+int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root);
 int nc_allgatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes, const nc_vec *recv);
 int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *recv);
 

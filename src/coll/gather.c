@@ -88,21 +88,21 @@ static int publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int skip
     return in_slot;
 }
 
-static void scatter_on_node(nc_comm *c, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+static void scatter_on_node(nc_comm *c, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root)
 {
     nc_node *n = &c->node;
     uint64_t seq = nc_move_round(n);
     if (c->rank == root) {
         int nreaders;
         int in_slot = publish_blocks(c, seq, send, root, n->move_readers, &nreaders);
-        if (recv) memcpy(recv, nc_vec_at(send, root), nc_fit(c, nc_vec_len(send, root), recv_bytes));
+        if (recv) nc_data_unpack(recv, 0, nc_vec_at(send, root), nc_fit(c, nc_vec_len(send, root), recv_bytes));
         nc_move_done(n, seq);
         nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
         return;
     }
     if (recv_bytes) {
         nc_pub p = nc_move_await(c, c->node_rank_of[root], seq);
-        nc_move_read_span(c, &p, c->rank, recv, recv_bytes);
+        nc_move_read_span_data(c, &p, c->rank, recv, recv_bytes);
     }
     nc_move_done(n, seq);
 }
@@ -246,17 +246,17 @@ static int leader_forwards_regions(nc_comm *c, uint64_t seq, const nc_pub *p, in
     return err;
 }
 
-static int scatter_from_root_node(nc_comm *c, uint64_t seq, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+static int scatter_from_root_node(nc_comm *c, uint64_t seq, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root)
 {
     nc_node *n = &c->node;
     int err = 0, in_slot = 0;
     if (c->rank == root) {
         in_slot = root_publishes_all_spans(c, seq, send, root);
-        if (recv) memcpy(recv, nc_vec_at(send, root), nc_fit(c, nc_vec_len(send, root), recv_bytes));
+        if (recv) nc_data_unpack(recv, 0, nc_vec_at(send, root), nc_fit(c, nc_vec_len(send, root), recv_bytes));
     }
     if (recv_bytes || nc_comm_is_leader(c)) {
         nc_pub p = nc_move_await(c, c->node_rank_of[root], seq);
-        if (c->rank != root) nc_move_read_span(c, &p, c->rank, recv, recv_bytes);
+        if (c->rank != root) nc_move_read_span_data(c, &p, c->rank, recv, recv_bytes);
         if (nc_comm_is_leader(c)) err = leader_forwards_regions(c, seq, &p, root);
     }
     nc_move_done(n, seq);
@@ -266,7 +266,7 @@ static int scatter_from_root_node(nc_comm *c, uint64_t seq, const nc_vec *send, 
 
 /* Other nodes: the members tell the leader how much they expect, the leader receives its
  * node's region from the root's leader and the members read their part from it. */
-static int scatter_to_other_node(nc_comm *c, uint64_t seq, void *recv, size_t recv_bytes, int root)
+static int scatter_to_other_node(nc_comm *c, uint64_t seq, nc_data *recv, size_t recv_bytes, int root)
 {
     nc_node *n = &c->node;
     static const int leader = 0;
@@ -276,7 +276,7 @@ static int scatter_to_other_node(nc_comm *c, uint64_t seq, void *recv, size_t re
         uint64_t seq2 = nc_move_round(n);
         if (recv_bytes) {
             nc_pub p = nc_move_await(c, 0, seq2);
-            nc_move_read_span(c, &p, c->rank, recv, recv_bytes);
+            nc_move_read_span_data(c, &p, c->rank, recv, recv_bytes);
         }
         nc_move_done(n, seq2);
         return 0;
@@ -300,13 +300,13 @@ static int scatter_to_other_node(nc_comm *c, uint64_t seq, void *recv, size_t re
         at += len;
         if (r && len) n->move_readers[nreaders++] = r;
     }
-    if (recv_bytes) memcpy(recv, region, recv_bytes);
+    if (recv_bytes) nc_data_unpack(recv, 0, region, recv_bytes);
     nc_move_offer(c, seq2, slot, region, total, n->move_readers, nreaders);
     free(region);
     return err;
 }
 
-static int scatter_across_nodes(nc_comm *c, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+static int scatter_across_nodes(nc_comm *c, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root)
 {
     uint64_t seq = nc_move_round(&c->node);
     if (c->node_of[c->rank] == c->node_of[root]) return scatter_from_root_node(c, seq, send, recv, recv_bytes, root);
@@ -327,7 +327,7 @@ int nc_gatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes,
     return nc_call_result(c, err);
 }
 
-int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, void *recv, size_t recv_bytes, int root)
+int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root)
 {
     nc_alg_id alg = nc_select(c, coll, recv_bytes);
     int err = 0;

@@ -114,19 +114,30 @@ void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, si
     nc_move_read(c, p, s.off, dst, nc_fit(c, s.len, len));
 }
 
-void nc_move_read_block(nc_comm *c, const nc_pub *p, uint64_t off, const nc_vec *v, int i, size_t len)
+void nc_move_read_data(nc_comm *c, const nc_pub *p, uint64_t off, nc_data *d, size_t len)
 {
-    if (!v->blocks) {
-        nc_move_read(c, p, off, nc_vec_at(v, i), len);
+    if (!len) return;
+    if (nc_data_is_bytes(d)) {
+        nc_move_read(c, p, off, d->base, len);
         return;
     }
-    if (!len) return;
-    nc_data *d = &v->blocks[i];
     const char *src = local_bytes(c, p, off);
     if (src) nc_data_unpack(d, 0, src, len);
     else /* dense runs are read in place, sparse ones through a bounce buffer */
         check_single_copy(p, "read from", nc_data_read(d, c->node.pids[p->rank], p->base + off, 0, len));
     nc_data_release(d); /* the bounce buffer: blocks are read one after another */
+}
+
+void nc_move_read_block(nc_comm *c, const nc_pub *p, uint64_t off, const nc_vec *v, int i, size_t len)
+{
+    if (v->blocks) nc_move_read_data(c, p, off, &v->blocks[i], len);
+    else nc_move_read(c, p, off, nc_vec_at(v, i), len);
+}
+
+void nc_move_read_span_data(nc_comm *c, const nc_pub *p, int comm_rank, nc_data *d, size_t len)
+{
+    nc_span s = p->table[comm_rank];
+    nc_move_read_data(c, p, s.off, d, nc_fit(c, s.len, len));
 }
 
 void nc_move_read_span_block(nc_comm *c, const nc_pub *p, const nc_vec *v, int i)

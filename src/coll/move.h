@@ -67,6 +67,10 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
 void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len);
 /* Copies my span of a table publication: at most `len` bytes (more is a truncation, nc_fit). */
 void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len);
+/* Copies `len` bytes at offset `off` of a publication into `d`'s layout, from its start. */
+void nc_move_read_data(nc_comm *c, const nc_pub *p, uint64_t off, nc_data *d, size_t len);
+/* My span of a table publication into `d`: at most `len` bytes (more: nc_fit). */
+void nc_move_read_span_data(nc_comm *c, const nc_pub *p, int comm_rank, nc_data *d, size_t len);
 /* Copies `len` bytes at offset `off` of a publication into block i of `v` (its layout). */
 void nc_move_read_block(nc_comm *c, const nc_pub *p, uint64_t off, const nc_vec *v, int i, size_t len);
 /* My span of a table publication into block i of `v`: at most its length (more: nc_fit). */

@@ -208,6 +208,15 @@ static int comm_size(MPI_Comm comm)
  * `one` is the single buffer of every rank (send of Gather, receive of Scatter), `all` the
  * root's vector.  -1: the host MPI runs the call. */
 
+/* Scatter's single buffer is output: a derived type is received into in place (nc_data);
+ * Gather's is input and packed when derived. */
+static int open_one(nc_buffer *b, nc_data *one, nc_dt_cursor *cursor, int scatter, const void *buf, int count,
+                    MPI_Datatype type, MPI_Comm comm)
+{
+    if (scatter) return nc_buffer_open_data(b, one, cursor, (void *)buf, count, type, comm, 0);
+    return nc_buffer_open(b, (void *)buf, count, type, comm, 1);
+}
+
 static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int one_count, MPI_Datatype one_type,
                          move_vec *all, int root, MPI_Comm comm)
 {
@@ -215,19 +224,22 @@ static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int 
     if (!s) return -1;
     int is_root = s->coll.rank == root, in_place = one_buf == MPI_IN_PLACE;
     nc_buffer b = {0};
+    nc_data one = {0};
+    nc_dt_cursor cursor;
     if (root < 0 || root >= s->coll.size || (in_place && !is_root)) return args_fallback(coll);
-    if (!in_place && nc_buffer_open(&b, (void *)one_buf, one_count, one_type, comm, !scatter)) return args_fallback(coll);
+    if (!in_place && open_one(&b, &one, &cursor, scatter, one_buf, one_count, one_type, comm))
+        return args_fallback(coll);
     if (is_root && vec_open(all, comm, scatter)) {
         nc_buffer_close(&b, comm, 0);
         vec_close(all, comm, 0);
         return args_fallback(coll);
     }
-    count_datatypes(coll, b.staging || all->staging, all->v.blocks != NULL, b.bytes);
+    count_datatypes(coll, b.staging || all->staging, one.type || all->v.blocks, b.bytes);
     const nc_vec *v = is_root ? &all->v : NULL;
-    void *one = in_place ? NULL : b.bytes_at;
-    int err = scatter ? nc_scatterv(&s->coll, coll, v, one, b.bytes, root)
-                      : nc_gatherv(&s->coll, coll, one, b.bytes, v, root);
+    int err = scatter ? nc_scatterv(&s->coll, coll, v, in_place ? NULL : &one, b.bytes, root)
+                      : nc_gatherv(&s->coll, coll, in_place ? NULL : b.bytes_at, b.bytes, v, root);
     if (is_root) vec_close(all, comm, !scatter);
+    nc_data_release(&one);
     int close_err = nc_buffer_close(&b, comm, scatter);
     return nc_mpi_raise(comm, err != MPI_SUCCESS ? err : close_err);
 }
