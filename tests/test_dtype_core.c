@@ -189,6 +189,20 @@ static void check_unpack(const nc_dtype *t, const layout *l, size_t count, uint6
     free(orig);
 }
 
+/* nc_dt_copy into a second buffer of the same layout: every data byte arrives, no gap byte
+ * of the destination changes. */
+static void check_copy(const nc_dtype *t, const layout *l, size_t count, uint64_t *s, int id)
+{
+    unsigned char *dst = malloc(l->span + 1), *want = malloc(l->span + 1);
+    fill(dst, l->span, s);
+    memcpy(want, dst, l->span);
+    for (size_t k = 0; k < l->total; k++) want[l->at[k]] = l->mem[l->at[k]];
+    nc_dt_copy(t, l->base, dst + (l->base - l->mem), count);
+    CHECK(!memcmp(dst, want, l->span), "case %d: copy between layouts differs", id);
+    free(dst);
+    free(want);
+}
+
 static void random_cases(int cases, uint64_t seed)
 {
     uint64_t s = seed;
@@ -214,7 +228,10 @@ static void random_cases(int cases, uint64_t seed)
             layout_make(&l, g, count);
             fill(l.mem, l.span, &s);
             check_pack(t, &l, count, &s, id);
-            if (!overlaps(&l)) check_unpack(t, &l, count, &s, id);
+            if (!overlaps(&l)) {
+                check_unpack(t, &l, count, &s, id);
+                check_copy(t, &l, count, &s, id);
+            }
             free(l.mem);
             free(l.at);
             tested++;

@@ -60,6 +60,7 @@ typedef struct ttype {
     double (*magnitude)(const void *x); /* |x| (floating types), for the SUM bound */
     double (*distance)(const void *a, const void *b);
     double eps;
+    int (*gaps_same)(const void *a, const void *b); /* types with gaps: the gap bytes agree */
 } ttype;
 
 /* Integers wrap like two's complement: computed in uint64_t, then truncated. */
@@ -221,8 +222,8 @@ static void gen_bool(void *x, int op, uint64_t *rng)
 #define combine_byte combine_uchar
 #define same_byte same_uchar
 
-#define TI(mpi, N, T, G) {#mpi, 0, sizeof(T), G, gen_##N, combine_##N, same_##N, NULL, NULL, 0}
-#define TF(mpi, N, T, G, EPS) {#mpi, 0, sizeof(T), G, gen_##N, combine_##N, same_##N, magnitude_##N, distance_##N, EPS}
+#define TI(mpi, N, T, G) {#mpi, 0, sizeof(T), G, gen_##N, combine_##N, same_##N, NULL, NULL, 0, NULL}
+#define TF(mpi, N, T, G, EPS) {#mpi, 0, sizeof(T), G, gen_##N, combine_##N, same_##N, magnitude_##N, distance_##N, EPS, NULL}
 static ttype types[] = {
     TI(MPI_SIGNED_CHAR, schar, signed char, G_INT), TI(MPI_UNSIGNED_CHAR, uchar, unsigned char, G_INT),
     TI(MPI_SHORT, short, short, G_INT), TI(MPI_UNSIGNED_SHORT, ushort, unsigned short, G_INT),
@@ -274,9 +275,20 @@ static void affine_compose(const int *u, int *v)
     v[1] = (int)b;
 }
 
+/* (a, b) pairs back to back, or in the gapped layout (GAPPED_AFFINE) of the same pairs. */
+static MPI_Datatype gapped_affine;
+enum { GAPPED_STRIDE = 4, GAPPED_B = 2 }; /* in ints: a at 0, b at 8 bytes, extent 16 */
+
 static void user_affine(void *in, void *inout, int *len, MPI_Datatype *type)
 {
-    for (int i = 0; i < *len; i++) affine_compose((int *)in + 2 * i, (int *)inout + 2 * i);
+    int gapped = *type == gapped_affine, stride = gapped ? GAPPED_STRIDE : 2, b = gapped ? GAPPED_B : 1;
+    int *x = in, *y = inout;
+    for (int i = 0; i < *len; i++) {
+        int u[2] = {x[stride * i], x[stride * i + b]}, v[2] = {y[stride * i], y[stride * i + b]};
+        affine_compose(u, v);
+        y[stride * i] = v[0];
+        y[stride * i + b] = v[1];
+    }
 }
 
 static void gen_affine(void *x, int op, uint64_t *rng)
@@ -294,11 +306,45 @@ static void combine_affine(int op, const void *in, void *inout)
     memcpy(inout, v, sizeof v);
 }
 
-static ttype affine_type = {"MPI_2INT(affine)", 0, 8, G_PAIR, gen_affine, combine_affine, same_int_int, NULL, NULL, 0};
-/* The same pairs as a derived datatype (contiguous(2, MPI_INT)): user ops on derived types
- * are the host's (the op needs the type's own layout), and must still give its result. */
+static ttype affine_type = {"MPI_2INT(affine)", 0, 8, G_PAIR, gen_affine, combine_affine, same_int_int, NULL, NULL, 0, NULL};
+/* The same pairs as a derived datatype without gaps (contiguous(2, MPI_INT)). */
 static ttype derived_affine_type = {"contiguous(2,int)(affine)", 0, 8, G_PAIR, gen_affine, combine_affine,
-                                    same_int_int, NULL, NULL, 0};
+                                    same_int_int, NULL, NULL, 0, NULL};
+
+/* The pairs with gaps: resized(vector(2, 1, 2, int), 0, 16), so a at 0, b at 8 and gaps at
+ * 4 and 12.  Inputs carry random gap bytes; the call must not copy them into the result. */
+static void gen_affine_gapped(void *x, int op, uint64_t *rng)
+{
+    int e[GAPPED_STRIDE] = {(int)(t_rand(rng) | 1), (int)t_rand(rng), (int)t_rand(rng), (int)t_rand(rng)};
+    memcpy(x, e, sizeof e);
+}
+
+static void combine_affine_gapped(int op, const void *in, void *inout)
+{
+    int u[GAPPED_STRIDE], v[GAPPED_STRIDE];
+    memcpy(u, in, sizeof u);
+    memcpy(v, inout, sizeof v);
+    int pu[2] = {u[0], u[GAPPED_B]}, pv[2] = {v[0], v[GAPPED_B]};
+    affine_compose(pu, pv);
+    v[0] = pv[0];
+    v[GAPPED_B] = pv[1];
+    memcpy(inout, v, sizeof v);
+}
+
+static int same_affine_gapped(const void *a, const void *b)
+{
+    const char *x = a, *y = b;
+    return !memcmp(x, y, 4) && !memcmp(x + 8, y + 8, 4);
+}
+
+static int gaps_affine_gapped(const void *a, const void *b)
+{
+    const char *x = a, *y = b;
+    return !memcmp(x + 4, y + 4, 4) && !memcmp(x + 12, y + 12, 4);
+}
+
+static ttype gapped_affine_type = {"resized(vector(2,1,2,int),16)(affine)", 0, 16, G_PAIR, gen_affine_gapped,
+                                   combine_affine_gapped, same_affine_gapped, NULL, NULL, 0, gaps_affine_gapped};
 
 /* ---- one call ---------------------------------------------------------------------------- */
 
@@ -398,6 +444,8 @@ static void run_case(MPI_Comm comm, const char *comm_name, const rcase *c)
     int receives = c->coll != C_COLL_REDUCE || rank == c->root;
     int in_place = c->in_place && receives;
     if (in_place) memcpy(recv, inputs[rank], total * es);
+    char *before = malloc(recv_elems * es + 1);
+    memcpy(before, recv, recv_elems * es + 1);
     uint64_t fallbacks = nodecoll_stat_calls(coll_names[c->coll], "pmpi:*");
     int err = call(c, comm, in_place ? MPI_IN_PLACE : inputs[rank], recv, counts);
     T_CHECK(err == MPI_SUCCESS, "%s: %s returned %d", comm_name, coll_names[c->coll], err);
@@ -408,6 +456,13 @@ static void run_case(MPI_Comm comm, const char *comm_name, const rcase *c)
     for (size_t i = 0; defined && i < mine; i++)
         check_element(c, recv + i * es, want + (first + i) * es, sum_bound(c, inputs, size, first + i), first + i,
                       comm_name);
+    for (size_t i = 0; c->t->gaps_same && i < recv_elems; i++)
+        if (!c->t->gaps_same(recv + i * es, before + i * es)) {
+            t_fail("%s: %s %s %s count %zu: a gap of element %zu was written", comm_name, coll_names[c->coll],
+                   op_names[c->op], c->t->name, c->count, i);
+            break;
+        }
+    free(before);
     /* Allreduce: the same bits everywhere (compare with rank 0's). */
     if (c->coll == C_ALLREDUCE && c->count) {
         char *zero = malloc(c->count * es);
@@ -458,8 +513,8 @@ static void run_matrix(MPI_Comm comm, const char *comm_name, uint64_t seed, int 
         }
 }
 
-/* User ops (commutative sum on MPI_INT, non-commutative composition on MPI_2INT and on a
- * derived pair type): every collective, every root, sizes across the inline / ring /
+/* User ops (commutative sum on MPI_INT, non-commutative composition on MPI_2INT, on a
+ * derived pair type and on the same pairs with gaps): every collective, every root, sizes across the inline / ring /
  * single-copy thresholds. */
 static void run_user_ops(MPI_Comm comm, const char *comm_name, uint64_t seed, int stride)
 {
@@ -470,9 +525,10 @@ static void run_user_ops(MPI_Comm comm, const char *comm_name, uint64_t seed, in
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
         for (int coll = 0; coll < C_COLLS; coll++)
             for (int root = 0; root < (coll == C_COLL_REDUCE ? size : 1); root++)
-                for (int u = 0; u < 3; u++) {
+                for (int u = 0; u < 4; u++) {
                     if (t_rand(&rng) % (uint64_t)stride) continue;
-                    ttype *type = u == 2 ? &derived_affine_type : u ? &affine_type : &types[T_INT_INDEX];
+                    ttype *type = u == 3 ? &gapped_affine_type : u == 2 ? &derived_affine_type
+                                : u ? &affine_type : &types[T_INT_INDEX];
                     rcase c = {coll, u ? O_USER_AFFINE : O_USER_SUM, root, (int)(t_rand(&rng) % 2), type, counts[k],
                                t_rand(&rng)};
                     if (coll == C_RSB || coll == C_RS) c.count = c.count / (size_t)size + 1;
@@ -556,6 +612,12 @@ int main(int argc, char **argv)
     affine_type.type = MPI_2INT;
     MPI_Type_contiguous(2, MPI_INT, &derived_affine_type.type);
     MPI_Type_commit(&derived_affine_type.type);
+    MPI_Datatype pair_vector;
+    MPI_Type_vector(2, 1, GAPPED_B, MPI_INT, &pair_vector);
+    MPI_Type_create_resized(pair_vector, 0, GAPPED_STRIDE * (MPI_Aint)sizeof(int), &gapped_affine);
+    MPI_Type_commit(&gapped_affine);
+    MPI_Type_free(&pair_vector);
+    gapped_affine_type.type = gapped_affine;
     const char *r = getenv("NODECOLL_REPRODUCIBLE");
     reproducible = r && (!strcmp(r, "1") || !strcmp(r, "yes") || !strcmp(r, "on"));
     MPI_Op predefined[] = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX,  MPI_LAND,   MPI_LOR,
@@ -580,6 +642,7 @@ int main(int argc, char **argv)
     MPI_Op_free(&mpi_ops[O_USER_SUM]);
     MPI_Op_free(&mpi_ops[O_USER_AFFINE]);
     MPI_Type_free(&derived_affine_type.type);
+    MPI_Type_free(&gapped_affine);
     if (t_size > 1)
         T_CHECK(nodecoll_stat_calls("allreduce", "*") > nodecoll_stat_calls("allreduce", "pmpi:*"),
                 "the accelerated path never ran");

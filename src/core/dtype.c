@@ -692,6 +692,16 @@ size_t nc_dt_unpack(nc_dt_cursor *c, const void *src, size_t len)
     return move(c, (char *)src, len, 1);
 }
 
+void nc_dt_copy(const nc_dtype *t, const void *src, void *dst, size_t count)
+{
+    enum { PIECE = 16384 }; /* a cache-resident hop between the two layouts */
+    char piece[PIECE];
+    nc_dt_cursor from, to;
+    nc_dt_cursor_init(&from, t, src, count, 0);
+    nc_dt_cursor_init(&to, t, dst, count, 0);
+    for (size_t n; (n = nc_dt_pack(&from, piece, PIECE)) > 0;) nc_dt_unpack(&to, piece, n);
+}
+
 /* Walks up to `len` bytes as runs (touching contiguous neighbours merged), recording them
  * in `iov` when given, stopping after `max_runs` runs. */
 static size_t walk_runs(nc_dt_cursor *c, struct iovec *iov, size_t max_runs, size_t len,

@@ -110,6 +110,10 @@ size_t nc_dt_unpack(nc_dt_cursor *c, const void *src, size_t len);
  * the cursor past them; returns the bytes described and sets *niov. */
 size_t nc_dt_iov(nc_dt_cursor *c, struct iovec *iov, size_t max_iov, size_t len, size_t *niov);
 
+/* Copies the data (not the gaps) of `count` elements from the layout at `src` to the same
+ * layout at `dst`. */
+void nc_dt_copy(const nc_dtype *t, const void *src, void *dst, size_t count);
+
 typedef struct nc_dt_shape {
     size_t bytes;          /* bytes looked at (<= len) */
     size_t runs;           /* contiguous runs they form */

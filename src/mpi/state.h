@@ -46,6 +46,8 @@ typedef struct nc_mpi_reduction {
     nc_reduction red;
     nc_host_op host;
     nc_user_call user;
+    const nc_dtype *gaps; /* non-NULL: a user op on a type with gaps; elements are whole
+                             extents, so user buffers are used through copies (nc_dt_copy) */
 } nc_mpi_reduction;
 /* 0 when nodecoll reduces op on type itself (kernels, or the user's function on a predefined
  * type); 1 when only the host MPI can. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "datatype.h"
+#include "dtype_decode.h"
 #include "state.h"
 #include "../core/fatal.h"
 
@@ -256,18 +257,35 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     return 0;
 }
 
+/* A derived type whose data lie inside each element's extent (true lb >= 0, true ub <=
+ * extent): its elements are whole extents the algorithms may copy and hand to a user op, as
+ * long as no gap of a user buffer is read or written, which copies in the same layout
+ * ensure (with_layout_copies).  NULL for any other type. */
+static const nc_dtype *layout_within_extent(MPI_Datatype type)
+{
+    int size, dense;
+    if (nc_datatype_describe(type, &size, &dense) || !nc_config_get()->dtype_engine) return NULL;
+    const nc_dtype *t = nc_mpi_dtype(type);
+    if (!t || t->extent <= 0 || t->true_lb < 0 || t->true_ub > t->extent || !t->size) return NULL;
+    return t;
+}
+
 /* 0 when nodecoll runs this op on this datatype, else 1 (the host MPI must).  Besides the
- * predefined types, a user op also runs on a derived type without gaps: its elements are
- * opaque blocks the algorithms may copy whole, and the user's function sees them in the
- * type's own layout.  (Types with gaps stay with the host: copying whole extents would write
- * into the gaps of the receive buffer; predefined ops on derived types are the host's error.) */
+ * predefined types, a user op also runs on a derived type: its elements are opaque blocks
+ * the algorithms copy whole, and the user's function sees them in the type's own layout.
+ * A type without gaps is used in place; one with gaps inside its extents through copies.
+ * (Predefined ops on derived types are the host's error.) */
 static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
     size_t size = 0;
-    if (!t)
-        return predefined_op(op) != NC_OP_COUNT || !nc_datatype_gapless(type, &size) ||
-               describe_user(rc, type, op, size);
+    rc->gaps = NULL;
+    if (!t) {
+        if (predefined_op(op) != NC_OP_COUNT) return 1;
+        if (nc_datatype_gapless(type, &size)) return describe_user(rc, type, op, size);
+        if (!(rc->gaps = layout_within_extent(type))) return 1;
+        return describe_user(rc, type, op, (size_t)rc->gaps->extent);
+    }
     nc_op_id id = predefined_op(op);
     if (id == NC_OP_COUNT) return describe_user(rc, type, op, t->extent);
     rc->host = (nc_host_op){op, type};
@@ -299,6 +317,7 @@ int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op
         rc->red = recent.red;
         rc->host = recent.host;
         rc->red.host = &rc->host;
+        rc->gaps = NULL;
         return 0;
     }
     int err = describe_uncached(rc, type, op);
@@ -357,6 +376,39 @@ static int comm_rank(MPI_Comm comm)
     return rank;
 }
 
+/* A user op on a type with gaps (rc->gaps): the algorithms run on copies in the type's
+ * layout, where they may move whole extents; only the data of the result reaches the user's
+ * receive buffer, and no gap of a user buffer is read (it may lie outside its allocation). */
+typedef struct layout_copies {
+    const nc_dtype *t;
+    char *in, *out;
+    void *user_out;
+    size_t out_count;
+} layout_copies;
+
+/* Swaps *in (in_count elements) and *out (out_count elements to deliver; NULL: none) for
+ * copies when the reduction needs them. */
+static void with_layout_copies(layout_copies *lc, const nc_mpi_reduction *rc, const void **in, size_t in_count,
+                               void **out, size_t out_count)
+{
+    *lc = (layout_copies){rc->gaps, NULL, NULL, *out, out_count};
+    if (!lc->t) return;
+    size_t extent = (size_t)lc->t->extent;
+    lc->in = nc_alloc_or_die(in_count * extent + 1);
+    nc_dt_copy(lc->t, *in, lc->in, in_count);
+    *in = lc->in;
+    if (*out) *out = lc->out = nc_alloc_or_die(out_count * extent + 1);
+}
+
+/* Delivers the result (on success) and frees the copies; returns err. */
+static int deliver_layout_copies(layout_copies *lc, int err)
+{
+    if (lc->out && err == 0) nc_dt_copy(lc->t, lc->out, lc->user_out, lc->out_count);
+    free(lc->in);
+    free(lc->out);
+    return err;
+}
+
 /* A buffer that must hold data does (the host reports a missing one its own way). */
 static int buffer_ok(const void *buf, long long count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
 
@@ -370,7 +422,11 @@ NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
              (!is_root || buffer_ok(recvbuf, count));
     nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE, ok, &rc, type, op);
     if (!s) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    return nc_mpi_raise(comm, nc_reduce(&s->coll, in, is_root ? recvbuf : NULL, (size_t)count, &rc.red, root));
+    void *out = is_root ? recvbuf : NULL;
+    layout_copies lc;
+    with_layout_copies(&lc, &rc, &in, (size_t)count, &out, (size_t)count);
+    int err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, root);
+    return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
 
 NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -381,18 +437,25 @@ NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
     nc_mpi_comm *s = accelerated(comm, NC_COLL_ALLREDUCE, ok, &rc, type, op);
     if (!s) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    return nc_mpi_raise(comm, nc_reduce(&s->coll, in, recvbuf, (size_t)count, &rc.red, -1));
+    void *out = recvbuf;
+    layout_copies lc;
+    with_layout_copies(&lc, &rc, &in, (size_t)count, &out, (size_t)count);
+    int err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, -1);
+    return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
 
 /* Reduce_scatter with per-rank counts (all equal for the _block form). */
 static int reduce_scatter(nc_mpi_comm *s, nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts,
                           const nc_mpi_reduction *rc, MPI_Comm comm)
 {
-    size_t *n = malloc(sizeof(size_t) * (size_t)s->coll.size);
+    size_t *n = malloc(sizeof(size_t) * (size_t)s->coll.size), total = 0;
     if (!n) nc_fatal("out of memory for Reduce_scatter counts");
-    for (int q = 0; q < s->coll.size; q++) n[q] = (size_t)counts[q];
+    for (int q = 0; q < s->coll.size; q++) total += n[q] = (size_t)counts[q];
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    int err = nc_reduce_scatter(&s->coll, coll, in, recvbuf, n, &rc->red);
+    void *out = recvbuf;
+    layout_copies lc;
+    with_layout_copies(&lc, rc, &in, total, &out, n[s->coll.rank]);
+    int err = deliver_layout_copies(&lc, nc_reduce_scatter(&s->coll, coll, in, out, n, &rc->red));
     free(n);
     return nc_mpi_raise(comm, err);
 }
@@ -449,7 +512,11 @@ static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, 
     nc_mpi_comm *s = accelerated(comm, coll, ok, &rc, type, op);
     if (!s) return exclusive ? PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm)
                              : PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
-    return nc_mpi_raise(comm, nc_scan(&s->coll, in, recvbuf, (size_t)count, &rc.red, exclusive));
+    void *out = recvbuf;
+    layout_copies lc;
+    with_layout_copies(&lc, &rc, &in, (size_t)count, &out, receives ? (size_t)count : 0);
+    int err = nc_scan(&s->coll, in, out, (size_t)count, &rc.red, exclusive);
+    return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
 
 NC_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
