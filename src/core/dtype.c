@@ -560,6 +560,7 @@ static inline __attribute__((always_inline)) void copy_strided(char *packed, uin
     case 2: NC_STRIDED4(2)
     case 4: NC_STRIDED4(4)
     case 8: NC_STRIDED4(8)
+    case 12: NC_STRIDED4(12) /* padded {double, int}, three floats or ints */
     case 16: NC_STRIDED4(16)
     case 24: NC_STRIDED(24)
     case 32: NC_STRIDED(32)
@@ -692,8 +693,31 @@ size_t nc_dt_unpack(nc_dt_cursor *c, const void *src, size_t len)
     return move(c, (char *)src, len, 1);
 }
 
+/* One run per element (a padded struct): element by element in one pass, with fixed-size
+ * copies for the common run lengths. */
+static void copy_leaf_elements(const nc_dtype *t, const char *src, char *dst, size_t count)
+{
+    ptrdiff_t step = t->extent;
+    src += t->offset;
+    dst += t->offset;
+#define NC_COPY_EACH(B)                                                                        for (size_t e = 0; e < count; e++, src += step, dst += step) memcpy(dst, src, (B));       return;
+    switch (t->bytes) {
+    case 4: NC_COPY_EACH(4)
+    case 8: NC_COPY_EACH(8)
+    case 12: NC_COPY_EACH(12)
+    case 16: NC_COPY_EACH(16)
+    case 24: NC_COPY_EACH(24)
+    default: NC_COPY_EACH(t->bytes)
+    }
+#undef NC_COPY_EACH
+}
+
 void nc_dt_copy(const nc_dtype *t, const void *src, void *dst, size_t count)
 {
+    if (t->kind == NC_DT_LEAF) {
+        copy_leaf_elements(t, src, dst, count);
+        return;
+    }
     enum { PIECE = 16384 }; /* a cache-resident hop between the two layouts */
     char piece[PIECE];
     nc_dt_cursor from, to;

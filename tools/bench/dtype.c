@@ -6,10 +6,13 @@
  * unpack, alternated in one run; "plain root": nodecoll again with the root sending plain
  * doubles (the receivers' single-copy reads then go straight into their layouts).  Then
  * MPI_Allgather of plain doubles into blocks of each shape: nodecoll (the receive type used
- * in place), the host, and a manual byte Allgather + unpack of every block.
+ * in place), the host, and a manual byte Allgather + unpack of every block.  Last,
+ * MPI_Allreduce with a user op on a padded struct (a type with a gap), nodecoll and host.
  *
- * Usage: mpiexec -np P nodecoll-bench-dtype [packed MiB per shape, default 16] */
+ * Usage: mpiexec -np P nodecoll-bench-dtype [packed MiB per shape, default 16] [user]
+ * ("user": only the user-op Allreduce table) */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,12 +349,79 @@ static void transpose(void)
     }
 }
 
+/* ---- Allreduce with a user op on a padded struct (several ranks) ---- */
+
+typedef struct scored {
+    double score;
+    int id; /* then 4 bytes of padding: a type with a gap */
+} scored;
+
+static void keep_best(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const scored *a = in;
+    scored *b = inout;
+    for (int i = 0; i < *len; i++)
+        if (a[i].score > b[i].score || (a[i].score == b[i].score && a[i].id < b[i].id)) b[i] = a[i];
+}
+
+enum { UR_NODECOLL, UR_HOST, USER_REDUCTIONS };
+static scored *ur_in, *ur_out;
+static MPI_Op ur_op;
+static int ur_reps;
+
+static void user_reduce_once(run *r, int how)
+{
+    for (int i = 0; i < ur_reps; i++)
+        (how == UR_NODECOLL ? MPI_Allreduce : PMPI_Allreduce)(ur_in, ur_out, r->count, r->type, ur_op, MPI_COMM_WORLD);
+}
+
+static double time_user_reduce(run *r, int how) { return time_slowest(r, how, user_reduce_once) / ur_reps; }
+
+static void user_reductions(void)
+{
+    int lens[2] = {1, 1};
+    MPI_Aint disps[2] = {offsetof(scored, score), offsetof(scored, id)};
+    MPI_Datatype fields[2] = {MPI_DOUBLE, MPI_INT}, plain;
+    MPI_Type_create_struct(2, lens, disps, fields, &plain);
+    run r = {0};
+    MPI_Type_create_resized(plain, 0, sizeof(scored), &r.type);
+    MPI_Type_commit(&r.type);
+    MPI_Type_free(&plain);
+    MPI_Op_create(keep_best, 1, &ur_op);
+    if (!my_rank)
+        printf("\n%-28s %9s %9s %9s %8s\n", "Allreduce, user op, {double,int} (us)", "MiB", "nodecoll", "host",
+               "host x");
+    static const int counts[] = {1, 64, 4096, 262144, 1048576};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        r.count = counts[k];
+        ur_reps = r.count <= 64 ? 1000 : r.count <= 4096 ? 100 : 3;
+        ur_in = malloc(sizeof(scored) * (size_t)r.count);
+        ur_out = malloc(sizeof(scored) * (size_t)r.count);
+        for (int i = 0; i < r.count; i++) ur_in[i] = (scored){(double)((i * 7 + my_rank * 13) % 101), my_rank};
+        double med[USER_REDUCTIONS];
+        alternated_medians(&r, USER_REDUCTIONS, time_user_reduce, med);
+        if (!my_rank)
+            printf("%-28d %9.1f %9.2f %9.2f %7.2fx\n", r.count, 12.0 * r.count / 1048576.0, med[UR_NODECOLL] * 1e6,
+                   med[UR_HOST] * 1e6, med[UR_HOST] / med[UR_NODECOLL]);
+        free(ur_in);
+        free(ur_out);
+    }
+    MPI_Op_free(&ur_op);
+    MPI_Type_free(&r.type);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 16;
+    if (ranks > 1 && argc > 2 && !strcmp(argv[2], "user")) { /* the user-op table alone */
+        user_reductions();
+        MPI_Finalize();
+        return 0;
+    }
     if (ranks == 1) printf("nodecoll-bench-dtype: one core, medians of %d alternated rounds; packed MiB per shape %zu\n",
                            ROUNDS, mib);
     else if (!my_rank)
@@ -362,6 +432,7 @@ int main(int argc, char **argv)
     if (ranks > 1) {
         allgather_pass = 1;
         shapes(mib);
+        user_reductions();
     }
     MPI_Finalize();
     return 0;
