@@ -536,7 +536,18 @@ static void destroy(nc_mpi_comm *s)
     if (s->next) s->next->prev = s->prev;
     pthread_mutex_unlock(&live_lock);
     release_resources(s);
+    free(s->scratch);
     free(s);
+}
+
+char *nc_mpi_scratch(nc_mpi_comm *s, size_t bytes)
+{
+    if (s->scratch_bytes < bytes) {
+        free(s->scratch);
+        s->scratch = nc_alloc_or_die(bytes);
+        s->scratch_bytes = bytes;
+    }
+    return s->scratch;
 }
 
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)

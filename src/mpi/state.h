@@ -13,6 +13,8 @@ typedef struct nc_mpi_comm {
     MPI_Comm comm;        /* the user's communicator (for clean-up at MPI_Finalize) */
     MPI_Comm node_comm, bridge_comm;
     int private_node;     /* a one-rank node: its "segment" is private memory, not shared */
+    char *scratch;        /* reused by calls on this communicator (MPI orders them), so a */
+    size_t scratch_bytes; /* large one does not fault fresh pages in every time */
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
 
@@ -28,6 +30,8 @@ typedef struct nc_host_op {
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
 /* The same without counting: NULL and the reason in *why. */
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why);
+/* At least `bytes` of s->scratch (grown as needed, freed with the communicator's state). */
+char *nc_mpi_scratch(nc_mpi_comm *s, size_t bytes);
 
 /* "Every rank is a node of its own": an nc_comm over a duplicate of comm whose bridge is the
  * whole communicator, for node-shared handles on a communicator nodecoll does not accelerate

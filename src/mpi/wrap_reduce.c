@@ -378,34 +378,33 @@ static int comm_rank(MPI_Comm comm)
 
 /* A user op on a type with gaps (rc->gaps): the algorithms run on copies in the type's
  * layout, where they may move whole extents; only the data of the result reaches the user's
- * receive buffer, and no gap of a user buffer is read (it may lie outside its allocation). */
+ * receive buffer, and no gap of a user buffer is read (it may lie outside its allocation).
+ * The copies live in the communicator's scratch. */
 typedef struct layout_copies {
     const nc_dtype *t;
-    char *in, *out;
+    char *out;
     void *user_out;
     size_t out_count;
 } layout_copies;
 
 /* Swaps *in (in_count elements) and *out (out_count elements to deliver; NULL: none) for
  * copies when the reduction needs them. */
-static void with_layout_copies(layout_copies *lc, const nc_mpi_reduction *rc, const void **in, size_t in_count,
-                               void **out, size_t out_count)
+static void with_layout_copies(layout_copies *lc, nc_mpi_comm *s, const nc_mpi_reduction *rc, const void **in,
+                               size_t in_count, void **out, size_t out_count)
 {
-    *lc = (layout_copies){rc->gaps, NULL, NULL, *out, out_count};
+    *lc = (layout_copies){rc->gaps, NULL, *out, out_count};
     if (!lc->t) return;
-    size_t extent = (size_t)lc->t->extent;
-    lc->in = nc_alloc_or_die(in_count * extent + 1);
-    nc_dt_copy(lc->t, *in, lc->in, in_count);
-    *in = lc->in;
-    if (*out) *out = lc->out = nc_alloc_or_die(out_count * extent + 1);
+    size_t extent = (size_t)lc->t->extent, in_bytes = in_count * extent;
+    char *copies = nc_mpi_scratch(s, in_bytes + out_count * extent + 1);
+    nc_dt_copy(lc->t, *in, copies, in_count);
+    *in = copies;
+    if (*out) *out = lc->out = copies + in_bytes;
 }
 
-/* Delivers the result (on success) and frees the copies; returns err. */
-static int deliver_layout_copies(layout_copies *lc, int err)
+/* Delivers the result (on success); returns err. */
+static int deliver_layout_copies(const layout_copies *lc, int err)
 {
     if (lc->out && err == 0) nc_dt_copy(lc->t, lc->out, lc->user_out, lc->out_count);
-    free(lc->in);
-    free(lc->out);
     return err;
 }
 
@@ -424,7 +423,7 @@ NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     if (!s) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
     void *out = is_root ? recvbuf : NULL;
     layout_copies lc;
-    with_layout_copies(&lc, &rc, &in, (size_t)count, &out, (size_t)count);
+    with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
     int err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, root);
     return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
@@ -439,7 +438,7 @@ NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     if (!s) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
     void *out = recvbuf;
     layout_copies lc;
-    with_layout_copies(&lc, &rc, &in, (size_t)count, &out, (size_t)count);
+    with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
     int err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, -1);
     return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
@@ -454,7 +453,7 @@ static int reduce_scatter(nc_mpi_comm *s, nc_coll_id coll, const void *sendbuf, 
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     void *out = recvbuf;
     layout_copies lc;
-    with_layout_copies(&lc, rc, &in, total, &out, n[s->coll.rank]);
+    with_layout_copies(&lc, s, rc, &in, total, &out, n[s->coll.rank]);
     int err = deliver_layout_copies(&lc, nc_reduce_scatter(&s->coll, coll, in, out, n, &rc->red));
     free(n);
     return nc_mpi_raise(comm, err);
@@ -514,7 +513,8 @@ static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, 
                              : PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
     void *out = recvbuf;
     layout_copies lc;
-    with_layout_copies(&lc, &rc, &in, (size_t)count, &out, receives ? (size_t)count : 0);
+    with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
+    if (!receives) lc.out = NULL; /* Exscan's rank 0: nothing to deliver */
     int err = nc_scan(&s->coll, in, out, (size_t)count, &rc.red, exclusive);
     return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
