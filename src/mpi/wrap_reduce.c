@@ -4,10 +4,12 @@
  * Accelerated: the predefined C datatypes (every integer width, the multi-language integers
  * MPI_AINT/OFFSET/COUNT, MPI_BYTE, float/double/long double, the C complex types,
  * MPI_C_BOOL, the MINLOC/MAXLOC pair types) with every predefined op MPI defines on them,
- * and user-defined ops (MPI_Op_create) on any of those datatypes.  Everything else goes to
- * the host MPI unchanged, counted as "pmpi:type": combinations MPI forbids (so the host
- * raises MPI_ERR_OP), MPI_CHAR/MPI_WCHAR and the Fortran types, derived datatypes (a later
- * datatype engine), MPI_REPLACE/MPI_NO_OP (one-sided only in MPI). */
+ * and user-defined ops (MPI_Op_create) on any of those datatypes and on derived datatypes
+ * whose data lie inside each element's extent.  Everything else goes to the host MPI
+ * unchanged, counted as "pmpi:type": combinations MPI forbids (so the host raises
+ * MPI_ERR_OP, as for a predefined op on a derived type), MPI_CHAR/MPI_WCHAR and the Fortran
+ * types, derived types whose data reach outside their extents, MPI_REPLACE/MPI_NO_OP
+ * (one-sided only in MPI). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
