@@ -245,7 +245,7 @@ static void random_cases(int cases, uint64_t seed)
 /* Every strided kernel size, with odd strides and negative ones. */
 static void kernel_sizes(void)
 {
-    static const size_t sizes[] = {1, 2, 3, 4, 8, 16, 24, 32, 40};
+    static const size_t sizes[] = {1, 2, 3, 4, 8, 12, 16, 24, 32, 40};
     unsigned char mem[4096], out[4096];
     for (size_t i = 0; i < sizeof mem; i++) mem[i] = (unsigned char)(i * 7 + 3);
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
