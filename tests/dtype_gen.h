@@ -42,8 +42,19 @@ struct gtype {
     size_t size;
 };
 
+/* The fuzz target's mode: while g_bytes is set, every draw takes the next input byte (0 once
+ * they run out), so the fuzzer's mutations map onto the tree's shape.  (Every range the
+ * generator draws from has at most 256 values.) */
+static const unsigned char *g_bytes;
+static size_t g_bytes_left;
+
 static inline long g_rand(uint64_t *s, long lo, long hi)
 {
+    if (g_bytes) {
+        unsigned v = 0;
+        if (g_bytes_left) v = *g_bytes++, g_bytes_left--;
+        return lo + (long)(v % (unsigned long)(hi - lo + 1));
+    }
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;

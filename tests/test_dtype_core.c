@@ -4,7 +4,8 @@
  * offset and in chunks of any size (the resumable cursor).  Also fixed cases: every vector
  * kernel size, deep nests, huge counts (positions past 2^31 without touching memory).
  *
- * Usage: test_dtype_core [cases] [seed]  (a fuzz loop: any seed must pass). */
+ * Usage: test_dtype_core [cases] [seed] [fuzz]  (any seed must pass; "fuzz": run the fuzz
+ * target, LLVMFuzzerTestOneInput, on `cases` random inputs instead). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,43 +204,81 @@ static void check_copy(const nc_dtype *t, const layout *l, size_t count, uint64_
     free(want);
 }
 
+/* One generated tree against its reference layout: pack, unpack and copy of 1-3 elements.
+ * Returns whether it was checked (some trees are too large, empty or not buildable). */
+static int check_tree(gtype *g, uint64_t *s, int id)
+{
+    if (!g_layout(g)) return 0;
+    nc_dtype *t = build(g);
+    CHECK(t != NULL, "case %d: not built", id);
+    if (!t) return 0;
+    CHECK(t->size == g->size && t->lb == g->lb && t->extent == g->extent,
+          "case %d: size/lb/extent %zu/%td/%td, want %zu/%ld/%ld", id, t->size, t->lb, t->extent, g->size,
+          g->lb, g->extent);
+    size_t count = (size_t)g_rand(s, 1, 3);
+    int tested = g->size && (long)(count * g->size) <= G_MAX_MAP * 4;
+    if (tested) {
+        layout l;
+        layout_make(&l, g, count);
+        fill(l.mem, l.span, s);
+        check_pack(t, &l, count, s, id);
+        if (!overlaps(&l)) {
+            check_unpack(t, &l, count, s, id);
+            check_copy(t, &l, count, s, id);
+        }
+        free(l.mem);
+        free(l.at);
+    }
+    nc_dt_free(t);
+    return tested;
+}
+
 static void random_cases(int cases, uint64_t seed)
 {
     uint64_t s = seed;
     int tested = 0;
     for (int id = 0; id < cases; id++) {
         gtype *g = g_random(&s, 5, G_WITH_EMPTY);
-        if (!g_layout(g)) {
-            g_free(g);
-            continue;
-        }
-        nc_dtype *t = build(g);
-        CHECK(t != NULL, "case %d: not built", id);
-        if (!t) {
-            g_free(g);
-            continue;
-        }
-        CHECK(t->size == g->size && t->lb == g->lb && t->extent == g->extent,
-              "case %d: size/lb/extent %zu/%td/%td, want %zu/%ld/%ld", id, t->size, t->lb,
-              t->extent, g->size, g->lb, g->extent);
-        size_t count = (size_t)g_rand(&s, 1, 3);
-        if (g->size && (long)(count * g->size) * 1 <= G_MAX_MAP * 4) {
-            layout l;
-            layout_make(&l, g, count);
-            fill(l.mem, l.span, &s);
-            check_pack(t, &l, count, &s, id);
-            if (!overlaps(&l)) {
-                check_unpack(t, &l, count, &s, id);
-                check_copy(t, &l, count, &s, id);
-            }
-            free(l.mem);
-            free(l.at);
-            tested++;
-        }
-        nc_dt_free(t);
+        tested += check_tree(g, &s, id);
         g_free(g);
     }
     printf("random trees: %d packed and unpacked (%d generated)\n", tested, cases);
+}
+
+/* The fuzz target (libFuzzer's entry point; scripts/fuzz.sh builds it with clang): the
+ * input's bytes choose the tree, one byte per draw of the generator; a hash of them seeds
+ * the element count, the fill and the ranges checked.  A failed check aborts, so the fuzzer
+ * keeps the input. */
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    uint64_t s = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < size; i++) s = (s ^ data[i]) * 1099511628211ULL;
+    g_bytes = data;
+    g_bytes_left = size;
+    gtype *g = g_random(&s, 5, G_WITH_EMPTY);
+    g_bytes = NULL;
+    int before = failures;
+    check_tree(g, &s, -1);
+    if (failures != before) {
+        g_print(stderr, g, 0);
+        abort();
+    }
+    g_free(g);
+    return 0;
+}
+
+/* The fuzz target on random inputs of 0-400 bytes, for builds without libFuzzer (CI). */
+static void replay_fuzz_target(int inputs, uint64_t seed)
+{
+    uint64_t s = seed;
+    unsigned char buf[400];
+    for (int i = 0; i < inputs; i++) {
+        size_t n = (size_t)g_rand(&s, 0, sizeof buf);
+        for (size_t k = 0; k < n; k++) buf[k] = (unsigned char)g_rand(&s, 0, 255);
+        LLVMFuzzerTestOneInput(buf, n);
+    }
+    printf("fuzz target: %d random inputs\n", inputs);
 }
 
 /* Every strided kernel size, with odd strides and negative ones. */
@@ -370,17 +409,23 @@ static void transposes(uint64_t seed)
     }
 }
 
+#ifndef NC_FUZZ_TARGET
 int main(int argc, char **argv)
 {
     int cases = argc > 1 ? atoi(argv[1]) : 3000;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 6;
     clock_t t0 = clock();
-    kernel_sizes();
-    huge_counts();
-    normal_forms();
-    transposes(seed);
-    random_cases(cases, seed);
+    if (argc > 3 && !strcmp(argv[3], "fuzz")) {
+        replay_fuzz_target(cases, seed);
+    } else {
+        kernel_sizes();
+        huge_counts();
+        normal_forms();
+        transposes(seed);
+        random_cases(cases, seed);
+    }
     printf("test_dtype_core: %s (%.2f s)\n", failures ? "FAILED" : "passed",
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     return failures != 0;
 }
+#endif
