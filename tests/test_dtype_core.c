@@ -140,6 +140,10 @@ static void check_pack(const nc_dtype *t, const layout *l, size_t count, uint64_
     }
     CHECK(nc_dt_pack(&c, got, 1) == 0, "case %d: pack past the end", id);
     CHECK(!memcmp(got, want, l->total), "case %d: chunked pack differs", id);
+    /* the whole stream in one call (the kernels that take many runs at once) */
+    nc_dt_cursor_init(&c, t, l->base, count, 0);
+    CHECK(nc_dt_pack(&c, got, l->total) == l->total && !memcmp(got, want, l->total), "case %d: whole pack differs",
+          id);
     /* random ranges from a fresh position, with a look-ahead in between that must not move it */
     for (int r = 0; r < 6; r++) {
         size_t off = (size_t)g_rand(s, 0, (long)l->total - 1), len = (size_t)g_rand(s, 1, (long)l->total);
@@ -362,14 +366,18 @@ static gtype *g_node(int kind, gtype *kid)
 static void transposes(uint64_t seed)
 {
     /* (n, element): rows at least NC_DT_TILE_MIN_ROW (256) bytes apart, within G_MAX_MAP */
-    static const int ns[] = {40, 45, 64, 32}, basics[] = {3, 3, 2, 4}; /* 8, 8, 4, 16-byte elements */
+    static const int ns[] = {40, 45, 64, 32, 40}, basics[] = {3, 3, 2, 4, 3}; /* 8, 8, 4, 16, 8-byte elements */
     uint64_t s = seed;
     for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
-        int n = ns[k], basic = basics[k];
-        gtype *elem = g_node(G_BASIC, NULL), *col = g_node(G_VECTOR, elem), *colr = g_node(G_RESIZED, col),
-              *g = g_node(G_CONTIG, colr);
+        int n = ns[k], basic = basics[k], skip = k == 4 ? 3 : 0; /* the last: columns start at row 3 */
+        gtype *elem = g_node(G_BASIC, NULL), *col = g_node(G_VECTOR, elem);
         elem->basic = basic;
-        col->count = n, col->blocklen = 1, col->stride = n;
+        col->count = n - skip, col->blocklen = 1, col->stride = n;
+        if (skip) { /* a submatrix's columns: the column vector has a displacement */
+            col = g_node(G_HINDEXED, col);
+            col->n = 1, col->blocklens[0] = 1, col->disps[0] = (long)skip * n * g_basic_size[basic];
+        }
+        gtype *colr = g_node(G_RESIZED, col), *g = g_node(G_CONTIG, colr);
         colr->lb = 0, colr->extent = g_basic_size[basic];
         g->count = n;
         CHECK(g_layout(g), "transpose n=%d: too large for the reference layout", n);

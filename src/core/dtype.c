@@ -621,8 +621,8 @@ static size_t copy_column_tile(nc_dt_cursor *c, char *packed, size_t len, int un
     if (more > left) more = left;
     if (more > NC_DT_TILE - 1) more = NC_DT_TILE - 1;
     if (!more) return 0;
-    tile tl = {packed, col->origin + (uintptr_t)b->child->offset, b->stride, a->stride, b->count, col->entry,
-               more, first_rows * run, column};
+    tile tl = {packed, entry_origin(b, col->origin, 0, 0) + (uintptr_t)b->child->offset, b->stride, a->stride,
+               b->count, col->entry, more, first_rows * run, column};
     switch (run) { /* fixed sizes: inline loads and stores */
     case 4: copy_tile(&tl, 4, unpack); break;
     case 8: copy_tile(&tl, 8, unpack); break;
