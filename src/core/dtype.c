@@ -714,6 +714,7 @@ static void copy_leaf_elements(const nc_dtype *t, const char *src, char *dst, si
 
 void nc_dt_copy(const nc_dtype *t, const void *src, void *dst, size_t count)
 {
+    if (!count) return; /* (buffers may then be NULL) */
     if (t->kind == NC_DT_LEAF) {
         copy_leaf_elements(t, src, dst, count);
         return;

@@ -229,7 +229,8 @@ static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int 
     if (root < 0 || root >= s->coll.size || (in_place && !is_root)) return args_fallback(coll);
     if (!in_place && open_one(&b, &one, &cursor, scatter, one_buf, one_count, one_type, comm))
         return args_fallback(coll);
-    if (is_root && vec_open(all, comm, scatter)) {
+    /* In place, the root's own block of Gather is input: stage it (packed with the rest). */
+    if (is_root && vec_open(all, comm, scatter || in_place)) {
         nc_buffer_close(&b, comm, 0);
         vec_close(all, comm, 0);
         return args_fallback(coll);

@@ -357,7 +357,8 @@ static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll, int args_ok, nc_
         nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
         return NULL;
     }
-    if (nc_mpi_describe_reduction(rc, type, op)) {
+    /* An element larger than a pipeline segment cannot be cut into fragments. */
+    if (nc_mpi_describe_reduction(rc, type, op) || rc->red.elem_size > s->coll.node.layout.seg_size) {
         nc_mpi_fallback(coll, NC_ALG_PMPI_TYPE);
         return NULL;
     }
