@@ -304,8 +304,8 @@ static void run_derived_runs(MPI_Comm comm)
     MPI_Type_contiguous(RUN, MPI_INT, &run);
     MPI_Type_create_resized(run, 0, STRIDE * (MPI_Aint)sizeof(int), &runs);
     MPI_Type_commit(&runs);
-    static const char *names[] = {"gather", "allgather", "alltoall", "alltoallw", "scatter"};
-    for (int call = 0; call < 5; call++)
+    static const char *names[] = {"gather", "allgather", "alltoall", "alltoallw", "scatter", "gather"};
+    for (int call = 0; call < 6; call++) /* 5: Gather in place (the root's block is input: staged) */
         for (int big = 0; big < 2; big++) {
             int n = big ? 64 : 4, root = (call + big) % size, ints = n * RUN, cap = size * n * STRIDE + 4;
             int *send = alloc_ints(size * ints, 0), *out[2], counts[MAXP], bytes[MAXP], scounts[MAXP], sbytes[MAXP];
@@ -318,11 +318,17 @@ static void run_derived_runs(MPI_Comm comm)
             uint64_t typed = nodecoll_stat_calls(names[call], "typed");
             for (int a = 0; a < 2; a++) {
                 out[a] = alloc_ints(cap, -7);
+                for (int k = 0; call == 5 && rank == root && k < n; k++) /* my block, in its layout */
+                    memcpy(out[a] + (root * n + k) * STRIDE, send + k * RUN, RUN * sizeof(int));
                 switch (call) {
                 case 0: (a ? MPI_Gather : PMPI_Gather)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
                 case 1: (a ? MPI_Allgather : PMPI_Allgather)(send, ints, MPI_INT, out[a], n, runs, comm); break;
                 case 2: (a ? MPI_Alltoall : PMPI_Alltoall)(send, ints, MPI_INT, out[a], n, runs, comm); break;
                 case 4: (a ? MPI_Scatter : PMPI_Scatter)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
+                case 5:
+                    (a ? MPI_Gather : PMPI_Gather)(rank == root ? MPI_IN_PLACE : send, ints, MPI_INT, out[a], n, runs,
+                                                   root, comm);
+                    break;
                 default:
                     (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, scounts, sbytes, stypes, out[a], counts, bytes, rtypes, comm);
                 }
@@ -330,8 +336,8 @@ static void run_derived_runs(MPI_Comm comm)
             char what[64];
             snprintf(what, sizeof what, "%s, receive runs of %d B, %d per block", names[call], RUN * 4, n);
             check_same(out[1], out[0], cap, what, 0, root);
-            int receives = call != 0 || rank == root;
-            if (size > 1 && receives)
+            int receives = (call != 0 && call != 5) || rank == root;
+            if (size > 1 && receives && call != 5)
                 T_CHECK(nodecoll_stat_calls(names[call], "typed") > typed, "%s: not read in place", what);
             free(out[0]);
             free(out[1]);
