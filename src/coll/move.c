@@ -108,11 +108,6 @@ void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, s
     check_single_copy(p, "write to", nc_par_cma(1, n->pids[p->rank], (void *)(p->base + off), (void *)src, len));
 }
 
-void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len)
-{
-    nc_span s = p->table[comm_rank];
-    nc_move_read(c, p, s.off, dst, nc_fit(c, s.len, len));
-}
 
 void nc_move_read_data(nc_comm *c, const nc_pub *p, uint64_t off, nc_data *d, size_t len)
 {
@@ -138,6 +133,12 @@ void nc_move_read_span_data(nc_comm *c, const nc_pub *p, int comm_rank, nc_data 
 {
     nc_span s = p->table[comm_rank];
     nc_move_read_data(c, p, s.off, d, nc_fit(c, s.len, len));
+}
+
+void nc_move_read_span(nc_comm *c, const nc_pub *p, int comm_rank, void *dst, size_t len)
+{
+    nc_data bytes = nc_data_bytes(dst);
+    nc_move_read_span_data(c, p, comm_rank, &bytes, len);
 }
 
 void nc_move_read_span_block(nc_comm *c, const nc_pub *p, const nc_vec *v, int i)

@@ -700,7 +700,9 @@ static void copy_leaf_elements(const nc_dtype *t, const char *src, char *dst, si
     ptrdiff_t step = t->extent;
     src += t->offset;
     dst += t->offset;
-#define NC_COPY_EACH(B)                                                                        for (size_t e = 0; e < count; e++, src += step, dst += step) memcpy(dst, src, (B));       return;
+#define NC_COPY_EACH(B)                                                                    \
+    for (size_t e = 0; e < count; e++, src += step, dst += step) memcpy(dst, src, (B));   \
+    return;
     switch (t->bytes) {
     case 4: NC_COPY_EACH(4)
     case 8: NC_COPY_EACH(8)
