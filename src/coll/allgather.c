@@ -24,8 +24,9 @@ static void allgather_on_node(nc_comm *c, const void *send, size_t send_bytes, c
 {
     nc_node *n = &c->node;
     uint64_t seq = nc_move_round(n);
-    const void *mine = send ? send : nc_vec_at(recv, c->rank);
-    size_t my_len = send ? send_bytes : nc_vec_len(recv, c->rank);
+    int in_place = send == NC_IN_PLACE;
+    const void *mine = in_place ? nc_vec_at(recv, c->rank) : send;
+    size_t my_len = in_place ? nc_vec_len(recv, c->rank) : send_bytes;
     int in_slot = 0, nreaders = 0;
     if (my_len) {
         char *slot;
@@ -42,7 +43,7 @@ static void allgather_on_node(nc_comm *c, const void *send, size_t send_bytes, c
         nc_pub p = nc_move_await(c, c->node_rank_of[i], seq);
         nc_move_read_block(c, &p, 0, recv, i, nc_fit(c, p.bytes, len));
     }
-    if (send && send_bytes) nc_vec_unpack(recv, c->rank, send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
+    if (!in_place && send_bytes) nc_vec_unpack(recv, c->rank, send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
     nc_move_done(n, seq);
     if (my_len) nc_move_release(n, seq, in_slot, n->move_readers, nreaders);
 }
@@ -112,8 +113,7 @@ static int bridge_dissemination(nc_comm *c, const regions *g, int me)
  * nodes far above the bulk make the set skewed. */
 static int volumes_skewed(const nc_comm *c, const size_t *off, int nodes)
 {
-    uint64_t *v = malloc(sizeof(uint64_t) * (size_t)nodes);
-    if (!v) return 0; /* only a preference: every leader decides from the same values */
+    uint64_t *v = nc_alloc_or_die(sizeof(uint64_t) * (size_t)nodes); /* every leader must decide alike */
     for (int k = 0; k < nodes; k++) v[k] = off[k + 1] - off[k];
     size_t k = ((size_t)nodes * (size_t)c->cfg.allgatherv_outlier_fraction + 99) / 100;
     k = k < 1 ? 1 : k > (size_t)nodes ? (size_t)nodes : k;
@@ -139,8 +139,9 @@ static int allgather_across_nodes(nc_comm *c, nc_coll_id coll, const void *send,
 {
     nc_node *n = &c->node;
     int my_node = c->node_of[c->rank], nodes = c->bridge.size, err = 0;
-    const void *mine = send ? send : nc_vec_at(recv, c->rank);
-    size_t my_len = send ? send_bytes : nc_vec_len(recv, c->rank);
+    int in_place = send == NC_IN_PLACE;
+    const void *mine = in_place ? nc_vec_at(recv, c->rank) : send;
+    size_t my_len = in_place ? nc_vec_len(recv, c->rank) : send_bytes;
     size_t *sorted = nc_move_sorted_offsets(c, recv);
     regions g = {NULL, NULL, nodes};
     uint64_t seq = nc_move_round(n);
@@ -165,7 +166,7 @@ static int allgather_across_nodes(nc_comm *c, nc_coll_id coll, const void *send,
         int i = (c->rank + j) % c->size;
         nc_move_read_block(c, &p, sorted[i], recv, i, nc_vec_len(recv, i));
     }
-    if (send && send_bytes) nc_vec_unpack(recv, c->rank, send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
+    if (!in_place && send_bytes) nc_vec_unpack(recv, c->rank, send, nc_fit(c, send_bytes, nc_vec_len(recv, c->rank)));
     nc_move_done(n, seq2);
     if (nc_comm_is_leader(c)) {
         for (int r = 1; r < n->size; r++) n->move_readers[r - 1] = r;

@@ -35,6 +35,8 @@ typedef struct nc_bridge {
     int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
     int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
     int (*exscan)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r);
+    /* Every leader's `bytes` in bridge rank order. */
+    int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes);
     /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
     void *comm_ctx;
     int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);
@@ -63,6 +65,7 @@ typedef struct nc_comm {
     int cma_everywhere; /* single-copy works on every node of the communicator */
     nc_config cfg;     /* comm rank 0's settings, adopted by every rank */
     atomic_int truncated; /* this call brought this rank more bytes than its arguments hold */
+    uint64_t calls;       /* calls entered on this communicator (coll/check.h) */
 } nc_comm;
 
 /* A collective's result when this rank was sent more than its arguments let it receive (the
@@ -121,9 +124,15 @@ int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv,
                       const nc_reduction *r);
 int nc_scan(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int exclusive);
 
+/* MPI_IN_PLACE for the send buffer of Gather and Allgather: the rank's own block is already
+ * where it belongs in the receive vector.  Never NULL: a rank with nothing to send may pass
+ * a null buffer, and that must not read as "in place". */
+extern const char nc_in_place_marker;
+#define NC_IN_PLACE ((const void *)&nc_in_place_marker)
+
 /* Data movement (gather.c, allgather.c, alltoall.c).  `coll` names the MPI call for the
- * counters.  A NULL send (or recv for scatter) means MPI_IN_PLACE: the rank's own block is
- * already where it belongs.  `recv` of gather and `send` of scatter matter at the root only;
+ * counters.  In place: send NC_IN_PLACE (gather, allgather), a NULL send vector (alltoall)
+ * or a NULL recv (scatter).  `recv` of gather and `send` of scatter matter at the root only;
  * what a rank receives lands in its own layout (nc_vec.blocks, scatter's nc_data). */
 int nc_gatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes, const nc_vec *recv, int root);
 int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root);

@@ -53,7 +53,7 @@ static void gather_on_node(nc_comm *c, const void *send, size_t send_bytes, cons
     if (!recv->blocks) /* a typed vector has no single buffer to read into: senders publish */
         for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
     nc_move_publish(n, seq, recv->blocks ? NULL : recv->base, 0, 0);
-    if (send) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
+    if (send != NC_IN_PLACE) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     for (int i = 0; i < c->size; i++) {
         size_t len = nc_vec_len(recv, i);
         if (!len || i == root) continue;
@@ -152,8 +152,9 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
     int root_node = c->node_of[root], is_root = c->rank == root, err = 0;
     /* In place (at the root only): the root's block travels from where it already is, at
      * its full length, so every node region keeps the layout the offsets describe. */
-    const void *mine = send ? send : nc_vec_at(recv, root);
-    if (is_root && !send) send_bytes = nc_vec_len(recv, root);
+    int in_place = send == NC_IN_PLACE; /* (the root's alone) */
+    const void *mine = in_place ? nc_vec_at(recv, root) : send;
+    if (in_place) send_bytes = nc_vec_len(recv, root);
     uint64_t seq = nc_move_round(n);
     if (c->node_of[c->rank] != root_node) {
         char *region = NULL;
@@ -177,7 +178,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
         }
         size_t all_bytes = totals[c->bridge.size - 1].off + totals[c->bridge.size - 1].len;
         char *all = nc_alloc_or_die(all_bytes), *mine_region = all + totals[root_node].off;
-        nc_move_collect(c, seq, is_root ? mine : send, send_bytes, &mine_region, totals[root_node].len);
+        nc_move_collect(c, seq, mine, send_bytes, &mine_region, totals[root_node].len);
         err = receive_node_regions(c, all, totals, root_node);
         free(totals);
         uint64_t seq2 = nc_move_round(n);
@@ -192,7 +193,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
         uint64_t seq2 = nc_move_round(n);
         if (is_root) root_reads_from_leader(c, seq2, recv, root);
     }
-    if (is_root && send) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
+    if (is_root && !in_place) nc_vec_unpack(recv, root, send, nc_fit(c, send_bytes, nc_vec_len(recv, root)));
     return err;
 }
 

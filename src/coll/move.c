@@ -7,6 +7,8 @@
 #include "../core/fatal.h"
 #include "../core/team.h"
 
+const char nc_in_place_marker;
+
 size_t nc_move_table_bytes(const nc_comm *c)
 {
     size_t bytes = (size_t)c->size * sizeof(nc_span);

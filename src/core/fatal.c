@@ -21,3 +21,10 @@ void *nc_alloc_or_die(size_t bytes)
     if (!p) nc_fatal("cannot allocate %zu bytes for a collective's working copy", bytes);
     return p;
 }
+
+void *nc_calloc_or_die(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) nc_fatal("cannot allocate %zu x %zu bytes for a collective's working copy", n, size);
+    return p;
+}

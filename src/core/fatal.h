@@ -9,5 +9,6 @@ __attribute__((noreturn, format(printf, 1, 2))) void nc_fatal(const char *fmt, .
 /* malloc that aborts: once a collective is committed to the fast path on every rank, one
  * rank cannot leave it for the host MPI alone. */
 void *nc_alloc_or_die(size_t bytes);
+void *nc_calloc_or_die(size_t n, size_t size);
 
 #endif

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define NC_SEGMENT_MAGIC 0x6e6f6465636f6c6cULL /* "nodecoll" */
-#define NC_SEGMENT_VERSION 2
+#define NC_SEGMENT_VERSION 3
 #define NC_NAME_PREFIX "nodecoll."
 
 typedef struct nc_segment_header {

@@ -46,6 +46,9 @@ typedef struct nc_rank_ctl {
     nc_flag move_pub;  /* data-movement round published (aux: buffer, flags, bytes; see coll/move.h) */
     nc_flag move_done; /* data-movement round whose reads this rank has finished */
     nc_shared_flags shared[NC_SHARED_SLOTS]; /* one set per live node-shared handle */
+    nc_flag entered;  /* the call this rank entered last: seq its number, aux[0] its collective */
+    nc_flag check[2]; /* NODECOLL_CHECK: my account of call seq (slot seq % 2), in data */
+    nc_flag verdict;  /* NODECOLL_CHECK across nodes, a leader's: call seq's verdict, in data */
 } nc_rank_ctl;
 
 typedef struct nc_layout {

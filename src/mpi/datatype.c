@@ -81,6 +81,10 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
         return 0;
     }
     int combiner = type == MPI_DATATYPE_NULL ? -1 : nc_mpi_type_combiner(type);
+    if (combiner == MPI_COMBINER_DUP) {
+        MPI_Datatype named = nc_mpi_type_undup(type);
+        if (named != type) return describe_type(named, size, dense); /* (committed, like every predefined type) */
+    }
     if (combiner < 0 || !is_committed(type, combiner)) return 1;
     if (PMPI_Type_size(type, size) != MPI_SUCCESS) return 1;
     *dense = is_dense_named(type, combiner, *size);

@@ -9,6 +9,8 @@
  * each byte's own offset, which maps every packed byte to its displacement. */
 #include "dtype_decode.h"
 
+#include "../core/fatal.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,10 +45,10 @@ static void contents_free(contents *c)
 
 static int get_contents_small(MPI_Datatype t, contents *c, int ni, int na, int nd)
 {
-    int *ints = malloc(((size_t)ni + 1) * sizeof *ints);
-    MPI_Aint *aints = malloc(((size_t)na + 1) * sizeof *aints);
-    c->arg = malloc(((size_t)ni + (size_t)na + 1) * sizeof *c->arg);
-    c->types = malloc(((size_t)nd + 1) * sizeof *c->types);
+    int *ints = nc_alloc_or_die(((size_t)ni + 1) * sizeof *ints);
+    MPI_Aint *aints = nc_alloc_or_die(((size_t)na + 1) * sizeof *aints);
+    c->arg = nc_alloc_or_die(((size_t)ni + (size_t)na + 1) * sizeof *c->arg);
+    c->types = nc_alloc_or_die(((size_t)nd + 1) * sizeof *c->types);
     int ok = ints && aints && c->arg && c->types &&
              PMPI_Type_get_contents(t, ni, na, nd, ints, aints, c->types) == MPI_SUCCESS;
     if (ok) {
@@ -67,8 +69,8 @@ static int get_contents_large(MPI_Datatype t, contents *c, MPI_Count ni, MPI_Cou
                               MPI_Count nl, MPI_Count nd)
 {
     if (ni || na) return 0;
-    c->arg = malloc(((size_t)nl + 1) * sizeof *c->arg);
-    c->types = malloc(((size_t)nd + 1) * sizeof *c->types);
+    c->arg = nc_alloc_or_die(((size_t)nl + 1) * sizeof *c->arg);
+    c->types = nc_alloc_or_die(((size_t)nd + 1) * sizeof *c->types);
     if (!c->arg || !c->types ||
         PMPI_Type_get_contents_c(t, 0, 0, nl, nd, NULL, NULL, c->arg, c->types) != MPI_SUCCESS)
         return 0;
@@ -110,6 +112,22 @@ int nc_mpi_type_combiner(MPI_Datatype type)
     if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return -1;
 #endif
     return combiner;
+}
+
+MPI_Datatype nc_mpi_type_undup(MPI_Datatype type)
+{
+    MPI_Datatype t = type;
+    for (int depth = 0; depth < 64 && nc_mpi_type_combiner(t) == MPI_COMBINER_DUP; depth++) {
+        int ints[1];
+        MPI_Aint addrs[1];
+        MPI_Datatype inner;
+        if (PMPI_Type_get_contents(t, 0, 0, 1, ints, addrs, &inner) != MPI_SUCCESS) break;
+        if (t != type) PMPI_Type_free(&t); /* an intermediate duplicate's handle, made for us */
+        t = inner;
+    }
+    if (t == type || nc_mpi_type_combiner(t) == MPI_COMBINER_NAMED) return t; /* (predefined: never freed) */
+    PMPI_Type_free(&t);
+    return type;
 }
 
 /* ---------- the host's bounds ---------- */
@@ -154,10 +172,10 @@ static nc_dtype *probe(MPI_Datatype t, const host_bounds *h)
     if (h->true_extent <= 0 || span > (size_t)nc_config_get()->dtype_probe_max ||
         h->size > INT32_MAX || span > UINT32_MAX)
         return NULL;
-    unsigned char *mem = malloc(span), *packed = malloc(size);
-    uint32_t *at = calloc(size, sizeof *at);
-    ptrdiff_t *disp = malloc(size * sizeof *disp);
-    size_t *lens = malloc(size * sizeof *lens), runs = 0;
+    unsigned char *mem = nc_alloc_or_die(span), *packed = nc_alloc_or_die(size);
+    uint32_t *at = nc_calloc_or_die(size, sizeof *at);
+    ptrdiff_t *disp = nc_alloc_or_die(size * sizeof *disp);
+    size_t *lens = nc_alloc_or_die(size * sizeof *lens), runs = 0;
     MPI_Datatype committed = MPI_DATATYPE_NULL; /* a type get_contents returned may not be */
     int ok = mem && packed && at && disp && lens && PMPI_Type_dup(t, &committed) == MPI_SUCCESS &&
              PMPI_Type_commit(&committed) == MPI_SUCCESS;
@@ -210,9 +228,9 @@ static nc_dtype *decode_blocks(const contents *c, const block_list *l, int nesti
 {
     size_t n = l->n;
     if (l->disps + n > c->nargs || (l->per_block_types && n > c->ntypes)) return NULL;
-    ptrdiff_t *disp = malloc((n + 1) * sizeof *disp);
-    size_t *lens = malloc((n + 1) * sizeof *lens);
-    nc_dtype **kids = l->per_block_types ? calloc(n + 1, sizeof *kids) : NULL;
+    ptrdiff_t *disp = nc_alloc_or_die((n + 1) * sizeof *disp);
+    size_t *lens = nc_alloc_or_die((n + 1) * sizeof *lens);
+    nc_dtype **kids = l->per_block_types ? nc_calloc_or_die(n + 1, sizeof *kids) : NULL;
     int ok = disp && lens && (kids || !l->per_block_types);
     for (size_t i = 0; ok && i < n; i++) {
         MPI_Count len = c->arg[l->lens + (l->same_len ? 0 : i)];
@@ -236,7 +254,7 @@ static nc_dtype *decode_subarray(const contents *c, int nesting)
 {
     int nd = (int)c->arg[0];
     if (c->large || nd < 1 || (size_t)(3 * nd + 2) > c->nargs) return NULL;
-    size_t *dims = malloc(3 * (size_t)nd * sizeof *dims);
+    size_t *dims = nc_alloc_or_die(3 * (size_t)nd * sizeof *dims);
     if (!dims) return NULL;
     for (int i = 0; i < 3 * nd; i++) dims[i] = (size_t)c->arg[1 + i];
     nc_dtype *d = nc_dt_subarray(nd, dims, dims + nd, dims + 2 * nd,

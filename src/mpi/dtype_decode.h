@@ -22,4 +22,8 @@ void nc_mpi_dtype_release_keyval(void);
  * every type answers); -1 on error. */
 int nc_mpi_type_combiner(MPI_Datatype type);
 
+/* The predefined type a chain of MPI_Type_dup ends in, or `type` itself (any other type):
+ * a duplicate of MPI_INT is MPI_INT in all but its handle. */
+MPI_Datatype nc_mpi_type_undup(MPI_Datatype type);
+
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nodecoll.h"
+#include "errors.h"
 #include "state.h"
 #include "../coll/shared.h"
 #include "../core/fatal.h"
@@ -19,77 +20,6 @@
 
 #define NC_EXPORT __attribute__((visibility("default")))
 #define HANDLE_MAGIC 0x6e63736861726564ULL /* "ncshared" */
-
-/* ---- error codes: an MPI class each, and a string MPI_Error_string returns ------------- */
-
-#define SHARED_ERRORS(X)                                                                                  \
-    X(NULL_HANDLE, MPI_ERR_ARG, "nodecoll: null, freed or invalid node-shared handle")                    \
-    X(NULL_ARG, MPI_ERR_ARG, "nodecoll: a required pointer argument (result, buffer, handle, recvcounts) is NULL") \
-    X(NOT_HELD, MPI_ERR_ARG, "nodecoll_shared_release: this rank holds no result on the handle (released twice?)") \
-    X(COMM, MPI_ERR_COMM, "nodecoll_shared_create: the communicator is null or an intercommunicator")     \
-    X(MAX_BYTES, MPI_ERR_ARG, "nodecoll_shared_create: max_bytes is negative")                            \
-    X(MAX_DIFFERS, MPI_ERR_ARG, "nodecoll_shared_create: max_bytes differs between ranks")                \
-    X(COUNT, MPI_ERR_COUNT, "nodecoll: negative count or displacement, or sendcount != recvcounts[rank]")  \
-    X(TOO_BIG, MPI_ERR_TRUNCATE, "nodecoll: the result does not fit in the handle's max_bytes")           \
-    X(TYPE, MPI_ERR_TYPE, "nodecoll: null datatype, or one with data outside [0, extent) of an element")   \
-    X(ROOT, MPI_ERR_ROOT, "nodecoll_shared_bcast: root out of range")                                    \
-    X(OP, MPI_ERR_OP, "nodecoll_shared_allreduce: MPI_OP_NULL")                                           \
-    X(OP_ORDER, MPI_ERR_OP, "nodecoll_shared_allreduce: a non-commutative operation across nodes needs "  \
-                            "the ranks of each node to be consecutive")                                   \
-    X(IN_PLACE, MPI_ERR_BUFFER, "nodecoll: MPI_IN_PLACE without nodecoll_shared_get_buffer before the call") \
-    X(REDUCE_IN_PLACE, MPI_ERR_BUFFER,                                                                    \
-      "nodecoll_shared_allreduce: MPI_IN_PLACE is not allowed (contributions are private)")              \
-    X(BUFFER, MPI_ERR_BUFFER, "nodecoll: NULL send buffer with a non-zero count")                         \
-    X(MISMATCH, MPI_ERR_ARG,                                                                              \
-      "nodecoll: ranks of a node passed different sizes, counts or roots to the same node-shared call")
-
-typedef enum {
-#define ENUM_ERR(name, cls, msg) E_##name,
-    SHARED_ERRORS(ENUM_ERR)
-#undef ENUM_ERR
-    E_COUNT_
-} shared_error;
-
-static int error_codes[E_COUNT_];
-static const char *const messages[] = {
-#define MSG_OF(name, cls, msg) msg,
-    SHARED_ERRORS(MSG_OF)
-#undef MSG_OF
-};
-/* Codes whose MPI_Error_string is our message (MPICH 4.0.2 mangles the strings of codes
- * added to predefined classes: there the message goes to stderr instead). */
-static int codes_carry_messages;
-static pthread_once_t codes_once = PTHREAD_ONCE_INIT;
-
-/* One MPI error code per condition, under the standard class, carrying the message. */
-static void register_codes(void)
-{
-    static const int classes[] = {
-#define CLASS_OF(name, cls, msg) cls,
-        SHARED_ERRORS(CLASS_OF)
-#undef CLASS_OF
-    };
-    codes_carry_messages = 1;
-    for (int e = 0; e < E_COUNT_; e++) {
-        int code, cls = -1, len = 0;
-        char text[MPI_MAX_ERROR_STRING] = "";
-        error_codes[e] = classes[e];
-        if (PMPI_Add_error_code(classes[e], &code) != MPI_SUCCESS ||
-            PMPI_Add_error_string(code, (char *)messages[e]) != MPI_SUCCESS)
-            continue;
-        PMPI_Error_class(code, &cls);
-        PMPI_Error_string(code, text, &len);
-        if (cls == classes[e] && strstr(text, messages[e])) error_codes[e] = code;
-        else codes_carry_messages = 0;
-    }
-}
-
-static int fail(MPI_Comm comm, shared_error e)
-{
-    pthread_once(&codes_once, register_codes);
-    if (!codes_carry_messages) fprintf(stderr, "%s\n", messages[e]);
-    return nc_mpi_raise(comm, error_codes[e]);
-}
 
 /* ---- handles -------------------------------------------------------------------------- */
 
@@ -119,7 +49,7 @@ static int finish(struct nodecoll_shared_handle *h, nc_coll_id coll, size_t byte
 {
     nc_stats_count(coll, h->solo ? h->solo_reason : NC_ALG_NODE_SHARED, bytes);
     if (err) return nc_mpi_raise(h->comm, err);
-    return mismatch ? fail(h->comm, E_MISMATCH) : MPI_SUCCESS;
+    return mismatch ? nc_mpi_error(h->comm, NC_ERR_MISMATCH) : MPI_SUCCESS;
 }
 
 /* ---- debug: page protection and a SIGSEGV handler that names the misuse ---------------- */
@@ -271,14 +201,14 @@ static void open_solo(struct nodecoll_shared_handle *h, size_t max_bytes)
 NC_EXPORT int nodecoll_shared_create(MPI_Comm comm, MPI_Aint max_bytes, nodecoll_shared *handle)
 {
     int inter = 0;
-    if (comm == MPI_COMM_NULL) return fail(MPI_COMM_WORLD, E_COMM);
+    if (comm == MPI_COMM_NULL) return nc_mpi_error(MPI_COMM_WORLD, NC_ERR_COMM);
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter) return fail(comm, E_COMM);
-    if (!handle) return fail(comm, E_NULL_ARG);
-    if (max_bytes < 0) return fail(comm, E_MAX_BYTES);
+    if (inter) return nc_mpi_error(comm, NC_ERR_COMM);
+    if (!handle) return nc_mpi_error(comm, NC_ERR_NULL_ARG);
+    if (max_bytes < 0) return nc_mpi_error(comm, NC_ERR_MAX_BYTES);
     long long range[2] = {max_bytes, -(long long)max_bytes};
     PMPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_LONG_LONG, MPI_MIN, comm);
-    if (range[0] != -range[1]) return fail(comm, E_MAX_DIFFERS);
+    if (range[0] != -range[1]) return nc_mpi_error(comm, NC_ERR_MAX_DIFFERS);
 
     struct nodecoll_shared_handle *h = calloc(1, sizeof *h);
     if (!h) nc_fatal("out of memory for a node-shared handle");
@@ -305,7 +235,7 @@ NC_EXPORT int nodecoll_shared_create(MPI_Comm comm, MPI_Aint max_bytes, nodecoll
 NC_EXPORT int nodecoll_shared_free(nodecoll_shared *handle)
 {
     struct nodecoll_shared_handle *h = handle ? valid(*handle) : NULL;
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
+    if (!h) return nc_mpi_error(MPI_COMM_WORLD, NC_ERR_NULL_HANDLE);
     nc_shared_close(&h->core);
     debug_unregister(h);
     if (h->region) {
@@ -325,7 +255,7 @@ NC_EXPORT int nodecoll_shared_free(nodecoll_shared *handle)
 NC_EXPORT int nodecoll_shared_info(nodecoll_shared handle, int *node_ranks, MPI_Aint *node_bytes)
 {
     struct nodecoll_shared_handle *h = valid(handle);
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
+    if (!h) return nc_mpi_error(MPI_COMM_WORLD, NC_ERR_NULL_HANDLE);
     if (node_ranks) *node_ranks = comm_of(h)->node.size;
     if (node_bytes) *node_bytes = h->region ? (MPI_Aint)nc_region_total(h->core.capacity) : 0;
     return MPI_SUCCESS;
@@ -338,8 +268,8 @@ NC_EXPORT size_t nodecoll_shm_mapped_bytes(void) { return nc_segment_mapped_byte
 NC_EXPORT int nodecoll_shared_get_buffer(nodecoll_shared handle, void **buffer)
 {
     struct nodecoll_shared_handle *h = valid(handle);
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    if (!buffer) return fail(h->comm, E_NULL_ARG);
+    if (!h) return nc_mpi_error(MPI_COMM_WORLD, NC_ERR_NULL_HANDLE);
+    if (!buffer) return nc_mpi_error(h->comm, NC_ERR_NULL_ARG);
     *buffer = nc_shared_prepare(&h->core);
     protect(h, PROT_READ | PROT_WRITE);
     return MPI_SUCCESS;
@@ -348,8 +278,8 @@ NC_EXPORT int nodecoll_shared_get_buffer(nodecoll_shared handle, void **buffer)
 NC_EXPORT int nodecoll_shared_release(nodecoll_shared handle)
 {
     struct nodecoll_shared_handle *h = valid(handle);
-    if (!h) return fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    if (nc_shared_release(&h->core)) return fail(h->comm, E_NOT_HELD);
+    if (!h) return nc_mpi_error(MPI_COMM_WORLD, NC_ERR_NULL_HANDLE);
+    if (nc_shared_release(&h->core)) return nc_mpi_error(h->comm, NC_ERR_NOT_HELD);
     protect(h, PROT_NONE);
     return MPI_SUCCESS;
 }
@@ -382,10 +312,10 @@ static struct nodecoll_shared_handle *enter(nodecoll_shared handle, const void *
                                             elem_layout *t, int *err)
 {
     struct nodecoll_shared_handle *h = valid(handle);
-    shared_error e = !result ? E_NULL_ARG : count < 0 ? E_COUNT : !describe(type, t) ? E_TYPE : E_COUNT_;
-    if (!h) *err = fail(MPI_COMM_WORLD, E_NULL_HANDLE);
-    else if (e != E_COUNT_) *err = fail(h->comm, e);
-    return h && e == E_COUNT_ ? h : NULL;
+    nc_mpi_error_id e = !result ? NC_ERR_NULL_ARG : count < 0 ? NC_ERR_COUNT : !describe(type, t) ? NC_ERR_TYPE : NC_ERR_COUNT_;
+    if (!h) *err = nc_mpi_error(MPI_COMM_WORLD, NC_ERR_NULL_HANDLE);
+    else if (e != NC_ERR_COUNT_) *err = nc_mpi_error(h->comm, e);
+    return h && e == NC_ERR_COUNT_ ? h : NULL;
 }
 
 static int in_place_ready(const struct nodecoll_shared_handle *h)
@@ -393,16 +323,16 @@ static int in_place_ready(const struct nodecoll_shared_handle *h)
     return h->core.prepared_for == h->core.seq + 1;
 }
 
-static shared_error check_send(const struct nodecoll_shared_handle *h, const void *sendbuf, size_t bytes)
+static nc_mpi_error_id check_send(const struct nodecoll_shared_handle *h, const void *sendbuf, size_t bytes)
 {
-    if (sendbuf == MPI_IN_PLACE) return in_place_ready(h) ? E_COUNT_ : E_IN_PLACE;
-    return !sendbuf && bytes ? E_BUFFER : E_COUNT_;
+    if (sendbuf == MPI_IN_PLACE) return in_place_ready(h) ? NC_ERR_COUNT_ : NC_ERR_IN_PLACE;
+    return !sendbuf && bytes ? NC_ERR_BUFFER : NC_ERR_COUNT_;
 }
 
 #define CHECK(h, expr)                                       \
     do {                                                     \
-        shared_error e_ = (expr);                            \
-        if (e_ != E_COUNT_) return fail((h)->comm, e_);      \
+        nc_mpi_error_id e_ = (expr);                            \
+        if (e_ != NC_ERR_COUNT_) return nc_mpi_error((h)->comm, e_);      \
     } while (0)
 
 NC_EXPORT int nodecoll_shared_bcast(const void *buffer, int count, MPI_Datatype type, int root,
@@ -413,9 +343,9 @@ NC_EXPORT int nodecoll_shared_bcast(const void *buffer, int count, MPI_Datatype 
     struct nodecoll_shared_handle *h = enter(handle, result, count, type, &t, &err);
     if (!h) return err;
     nc_comm *c = comm_of(h);
-    if (root < 0 || root >= c->size) return fail(h->comm, E_ROOT);
+    if (root < 0 || root >= c->size) return nc_mpi_error(h->comm, NC_ERR_ROOT);
     size_t bytes = span(&t, (size_t)count);
-    if ((size_t)count * t.extent > h->core.capacity) return fail(h->comm, E_TOO_BIG);
+    if ((size_t)count * t.extent > h->core.capacity) return nc_mpi_error(h->comm, NC_ERR_TOO_BIG);
     int is_root = c->rank == root;
     if (is_root) CHECK(h, check_send(h, buffer, bytes));
     int mismatch = 0;
@@ -456,7 +386,7 @@ NC_EXPORT int nodecoll_shared_allgather(const void *sendbuf, int count, MPI_Data
     if (!h) return err;
     nc_comm *c = comm_of(h);
     size_t stride = (size_t)count * t.extent;
-    if (stride && (size_t)c->size > h->core.capacity / stride) return fail(h->comm, E_TOO_BIG);
+    if (stride && (size_t)c->size > h->core.capacity / stride) return nc_mpi_error(h->comm, NC_ERR_TOO_BIG);
     for (int r = 0; r < c->size; r++) h->blocks[r] = (nc_block){(size_t)r * stride, span(&t, (size_t)count)};
     return gather_blocks(h, sendbuf, stride, NC_COLL_ALLGATHER, result);
 }
@@ -470,16 +400,16 @@ NC_EXPORT int nodecoll_shared_allgatherv(const void *sendbuf, int sendcount, con
     struct nodecoll_shared_handle *h = enter(handle, result, sendcount, type, &t, &err);
     if (!h) return err;
     nc_comm *c = comm_of(h);
-    if (!recvcounts) return fail(h->comm, E_NULL_ARG);
-    if (recvcounts[c->rank] != sendcount) return fail(h->comm, E_COUNT);
+    if (!recvcounts) return nc_mpi_error(h->comm, NC_ERR_NULL_ARG);
+    if (recvcounts[c->rank] != sendcount) return nc_mpi_error(h->comm, NC_ERR_COUNT);
     size_t packed = 0;
     for (int r = 0; r < c->size; r++) {
-        if (recvcounts[r] < 0 || (displs && displs[r] < 0)) return fail(h->comm, E_COUNT);
+        if (recvcounts[r] < 0 || (displs && displs[r] < 0)) return nc_mpi_error(h->comm, NC_ERR_COUNT);
         size_t at = displs ? (size_t)displs[r] : packed;
-        if (at > INT_MAX) return fail(h->comm, E_TOO_BIG);
+        if (at > INT_MAX) return nc_mpi_error(h->comm, NC_ERR_TOO_BIG);
         h->displs[r] = (int)at;
         packed = at + (size_t)recvcounts[r];
-        if (recvcounts[r] && packed > h->core.capacity / t.extent) return fail(h->comm, E_TOO_BIG);
+        if (recvcounts[r] && packed > h->core.capacity / t.extent) return nc_mpi_error(h->comm, NC_ERR_TOO_BIG);
         h->blocks[r] = (nc_block){at * t.extent, span(&t, (size_t)recvcounts[r])};
     }
     uint64_t signature = hash_words(0xcbf29ce484222325ULL ^ t.extent, recvcounts, c->size);
@@ -506,12 +436,12 @@ NC_EXPORT int nodecoll_shared_allreduce(const void *sendbuf, int count, MPI_Data
     struct nodecoll_shared_handle *h = enter(handle, result, count, type, &t, &err);
     if (!h) return err;
     nc_comm *c = comm_of(h);
-    if (sendbuf == MPI_IN_PLACE) return fail(h->comm, E_REDUCE_IN_PLACE);
-    if (!sendbuf && count) return fail(h->comm, E_BUFFER);
-    if (op == MPI_OP_NULL) return fail(h->comm, E_OP);
-    if ((size_t)count * t.extent > h->core.capacity) return fail(h->comm, E_TOO_BIG);
+    if (sendbuf == MPI_IN_PLACE) return nc_mpi_error(h->comm, NC_ERR_REDUCE_IN_PLACE);
+    if (!sendbuf && count) return nc_mpi_error(h->comm, NC_ERR_BUFFER);
+    if (op == MPI_OP_NULL) return nc_mpi_error(h->comm, NC_ERR_OP);
+    if ((size_t)count * t.extent > h->core.capacity) return nc_mpi_error(h->comm, NC_ERR_TOO_BIG);
     PMPI_Op_commutative(op, &commutative);
-    if (!commutative && nc_comm_multinode(c) && !nodes_consecutive(c)) return fail(h->comm, E_OP_ORDER);
+    if (!commutative && nc_comm_multinode(c) && !nodes_consecutive(c)) return nc_mpi_error(h->comm, NC_ERR_OP_ORDER);
     nc_mpi_reduction rc;
     if (nc_mpi_describe_reduction(&rc, type, op))
         nc_mpi_host_reduction(&rc, type, op, t.extent, commutative);

@@ -276,6 +276,12 @@ static int bridge_exscan(void *ctx, const void *send, void *recv, size_t count, 
     return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, NC_BRIDGE_EXSCAN);
 }
 
+/* `bytes` is small (a fixed-size record per leader). */
+static int bridge_allgather(void *ctx, const void *send, void *recv, size_t bytes)
+{
+    return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)ctx);
+}
+
 /* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
 static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t bytes)
 {
@@ -284,9 +290,11 @@ static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t b
 
 static nc_bridge make_bridge(MPI_Comm *bridge_comm, MPI_Comm *whole_comm, int size, int rank)
 {
-    return (nc_bridge){bridge_comm, size, rank, bridge_barrier, bridge_bcast, bridge_allreduce, bridge_reduce,
-                       bridge_exscan, whole_comm, comm_allgather, bridge_allgather_blocks, bridge_exchange,
-                       comm_exchange};
+    return (nc_bridge){.ctx = bridge_comm, .size = size, .rank = rank, .barrier = bridge_barrier,
+                       .bcast = bridge_bcast, .allreduce = bridge_allreduce, .reduce = bridge_reduce,
+                       .exscan = bridge_exscan, .allgather = bridge_allgather, .comm_ctx = whole_comm,
+                       .comm_allgather = comm_allgather, .allgather_blocks = bridge_allgather_blocks,
+                       .exchange = bridge_exchange, .comm_exchange = comm_exchange};
 }
 
 /* ---- setup ------------------------------------------------------------------------- */
@@ -356,7 +364,11 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
     for (int k = 0; k < shared[1]; k++) c->node_start[k + 1] += c->node_start[k];
     for (int r = 0; r < c->size; r++)
         c->node_members[c->node_start[c->node_of[r]] + c->node_rank_of[r]] = r;
-    c->bridge = make_bridge(&s->bridge_comm, &s->comm, shared[1], leader ? mine[0] : -1);
+    if (shared[1] > 1) { /* a split, not a dup: the user's attribute copy callbacks must not run */
+        PMPI_Comm_split(comm, 0, c->rank, &s->private_comm);
+        PMPI_Comm_set_errhandler(s->private_comm, MPI_ERRORS_RETURN);
+    }
+    c->bridge = make_bridge(&s->bridge_comm, &s->private_comm, shared[1], leader ? mine[0] : -1);
     return MPI_SUCCESS;
 }
 
@@ -487,6 +499,7 @@ static void release_resources(nc_mpi_comm *s)
     n->base = NULL;
     if (s->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->node_comm);
     if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
+    if (s->private_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->private_comm);
     free(n->pids);
     free(n->slot_use);
     free(n->cons_seen);
@@ -512,7 +525,7 @@ static nc_mpi_comm *create(MPI_Comm comm)
     nc_mpi_comm *s = calloc(1, sizeof *s);
     if (!s) nc_fatal("out of memory for communicator state");
     s->comm = comm;
-    s->node_comm = s->bridge_comm = MPI_COMM_NULL;
+    s->node_comm = s->bridge_comm = s->private_comm = MPI_COMM_NULL;
     s->fallback = setup(s, comm);
     if (s->fallback != NC_ALG_COUNT) {
         if (s->fallback == NC_ALG_PMPI_NO_SHM) say(&s->coll.cfg, 1, comm, "no shared memory: using the host MPI");
@@ -537,6 +550,7 @@ static void destroy(nc_mpi_comm *s)
     pthread_mutex_unlock(&live_lock);
     release_resources(s);
     free(s->scratch);
+    free(s->counts);
     free(s);
 }
 
@@ -548,6 +562,12 @@ char *nc_mpi_scratch(nc_mpi_comm *s, size_t bytes)
         s->scratch_bytes = bytes;
     }
     return s->scratch;
+}
+
+size_t *nc_mpi_counts(nc_mpi_comm *s)
+{
+    if (!s->counts) s->counts = nc_alloc_or_die(sizeof(size_t) * (size_t)s->coll.size);
+    return s->counts;
 }
 
 nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)

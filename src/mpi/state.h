@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include "../coll/check.h"
 #include "../coll/comm.h"
 
 typedef struct nc_mpi_comm {
@@ -12,9 +13,13 @@ typedef struct nc_mpi_comm {
     nc_alg_id fallback;   /* NC_ALG_COUNT when accelerated, else why the host MPI runs it */
     MPI_Comm comm;        /* the user's communicator (for clean-up at MPI_Finalize) */
     MPI_Comm node_comm, bridge_comm;
+    MPI_Comm private_comm; /* the user's group for nodecoll's own messages across nodes (never
+                            * the user's communicator, where a wildcard receive could take them);
+                            * MPI_COMM_NULL on one node, which sends none */
     int private_node;     /* a one-rank node: its "segment" is private memory, not shared */
     char *scratch;        /* reused by calls on this communicator (MPI orders them), so a */
     size_t scratch_bytes; /* large one does not fault fresh pages in every time */
+    size_t *counts;       /* one per rank, reused likewise (nc_mpi_counts) */
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
 
@@ -32,6 +37,8 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why);
 /* At least `bytes` of s->scratch (grown as needed, freed with the communicator's state). */
 char *nc_mpi_scratch(nc_mpi_comm *s, size_t bytes);
+/* An array of one size_t per rank of the communicator, kept with its state. */
+size_t *nc_mpi_counts(nc_mpi_comm *s);
 
 /* "Every rank is a node of its own": an nc_comm over a duplicate of comm whose bridge is the
  * whole communicator, for node-shared handles on a communicator nodecoll does not accelerate
@@ -59,6 +66,12 @@ int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op
 /* Any op on any datatype whose elements are `extent` bytes apart, through the host's
  * MPI_Reduce_local (slower: for what nc_mpi_describe_reduction declines). */
 void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent, int commutative);
+
+/* Every call on an accelerated communicator, before anything moves and whichever MPI runs
+ * it (call->host): numbers and records it and, with NODECOLL_CHECK, compares it with every
+ * other rank's.  MPI_SUCCESS, or an error already raised on comm (the call must then do
+ * nothing more).  Collective when NODECOLL_CHECK is on. */
+int nc_mpi_enter(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call);
 
 /* Counts a fallback for a call whose arguments we leave to the host MPI to judge. */
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason);

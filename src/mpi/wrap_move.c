@@ -25,8 +25,9 @@
 /* One vector argument as MPI describes it, and its byte form for the algorithms. */
 typedef struct move_vec {
     char *user;
-    const int *counts, *displs;  /* NULL counts: `count` each; NULL displs: blocks back to back */
-    int count, n;
+    const int *counts, *displs;  /* vector forms; else NULL: `count` each, blocks back to back */
+    int count, n;                /* n: blocks, set from the communicator once it is known */
+    int vector;                  /* counts and displs (and types, for Alltoallw) are required */
     MPI_Datatype type;
     const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
     nc_vec v;
@@ -114,6 +115,7 @@ static int open_in_place(move_vec *m, const int64_t *offs)
  * is input (pack it now when staged); an output-only derived vector is used in place. */
 static int vec_open(move_vec *m, MPI_Comm comm, int fill)
 {
+    if (m->vector && (!m->counts || !m->displs || (m->vector == 2 && !m->types))) return 1;
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
     int64_t *signed_offs = nc_alloc_or_die(sizeof(int64_t) * n);
     m->table = nc_alloc_or_die(sizeof(size_t) * 2 * n);
@@ -128,7 +130,7 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
         total += lens[i];
         if (lens[i] && signed_offs[i] < lowest) lowest = signed_offs[i];
     }
-    if (total && !m->user) {
+    if (total && !m->user && dense) { /* (MPI_BOTTOM with a derived type's absolute addresses is valid) */
         free(signed_offs);
         return 1;
     }
@@ -167,41 +169,59 @@ static void vec_close(move_vec *m, MPI_Comm comm, int drain)
     m->cursors = NULL;
 }
 
-static move_vec vec_of(const void *buf, const int *counts, const int *displs, int count, MPI_Datatype type, int n)
+/* A vector argument of `count` elements of `type` per block, back to back. */
+static move_vec vec_uniform(const void *buf, int count, MPI_Datatype type)
 {
-    return (move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .count = count, .n = n, .type = type};
+    return (move_vec){.user = (char *)buf, .count = count, .type = type};
 }
 
-/* The state when the table accelerates `coll` on comm, else NULL (the reason counted). */
-static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll)
+/* A vector argument of the v-forms: counts and displacements per block. */
+static move_vec vec_varying(const void *buf, const int *counts, const int *displs, MPI_Datatype type)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
-    if (!s) return NULL;
+    return (move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .type = type, .vector = 1};
+}
+
+/* Alltoallw's: a datatype per block, displacements in bytes. */
+static move_vec vec_typed(const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
+{
+    return (move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .types = types, .vector = 2};
+}
+
+enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
+
+/* NC_ALG_COUNT when the table accelerates `coll` here (the same on every rank), else why not. */
+static nc_alg_id table_verdict(nc_mpi_comm *s, nc_coll_id coll)
+{
     nc_alg_id alg = nc_select(&s->coll, coll, 0);
-    if (nc_alg_is_fallback(alg)) {
-        nc_mpi_fallback(coll, alg);
-        return NULL;
-    }
-    return s;
+    return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
 }
 
-static int args_fallback(nc_coll_id coll)
+/* Enters the call (state.h) with the reason, if any, it goes to the host MPI. */
+static int enter_move(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int root, nc_alg_id host, uint64_t bytes)
 {
-    nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
-    return -1;
+    nc_call_record call = {coll, root, NC_CALL_NONE, host, host == NC_ALG_COUNT ? bytes : NC_CALL_ANY_BYTES, 0};
+    int err = nc_mpi_enter(s, comm, &call);
+    if (err) return err;
+    if (host == NC_ALG_COUNT) return RUN_NODECOLL;
+    nc_mpi_fallback(coll, host);
+    return RUN_HOST;
+}
+
+/* Whether the call's length is compared (NODECOLL_CHECK) and known (its arguments were valid). */
+static int checked(const nc_mpi_comm *s, nc_alg_id host) { return s->coll.cfg.check && host == NC_ALG_COUNT; }
+
+/* The bytes of every block of an opened vector. */
+static uint64_t vec_total(const move_vec *m)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < m->n; i++) total += m->v.lens[i];
+    return total;
 }
 
 static void count_datatypes(nc_coll_id coll, int staged, int typed, size_t bytes)
 {
     if (staged) nc_stats_count(coll, NC_ALG_PACKED, bytes);
     else if (typed) nc_stats_count(coll, NC_ALG_TYPED, bytes);
-}
-
-static int comm_size(MPI_Comm comm)
-{
-    int size = 0;
-    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-    return size;
 }
 
 /* ---- Gather(v), Scatter(v) -------------------------------------------------------------
@@ -220,35 +240,40 @@ static int open_one(nc_buffer *b, nc_data *one, nc_dt_cursor *cursor, int scatte
 static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int one_count, MPI_Datatype one_type,
                          move_vec *all, int root, MPI_Comm comm)
 {
-    nc_mpi_comm *s = accelerated(comm, coll);
-    if (!s) return -1;
+    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    if (!s) return RUN_HOST;
     int is_root = s->coll.rank == root, in_place = one_buf == MPI_IN_PLACE;
+    all->n = s->coll.size; /* (the root's vector alone is significant) */
     nc_buffer b = {0};
     nc_data one = {0};
     nc_dt_cursor cursor;
-    if (root < 0 || root >= s->coll.size || (in_place && !is_root)) return args_fallback(coll);
-    if (!in_place && open_one(&b, &one, &cursor, scatter, one_buf, one_count, one_type, comm))
-        return args_fallback(coll);
+    nc_alg_id host = table_verdict(s, coll);
+    if (host == NC_ALG_COUNT && (root < 0 || root >= s->coll.size || (in_place && !is_root))) host = NC_ALG_PMPI_ARGS;
+    if (host == NC_ALG_COUNT && !in_place && open_one(&b, &one, &cursor, scatter, one_buf, one_count, one_type, comm))
+        host = NC_ALG_PMPI_ARGS;
     /* In place, the root's own block of Gather is input: stage it (packed with the rest). */
-    if (is_root && vec_open(all, comm, scatter || in_place)) {
-        nc_buffer_close(&b, comm, 0);
-        vec_close(all, comm, 0);
-        return args_fallback(coll);
+    if (host == NC_ALG_COUNT && is_root && vec_open(all, comm, scatter || in_place)) host = NC_ALG_PMPI_ARGS;
+    /* The whole call's length: the root's vector, or every block as long as mine (not the v-forms'). */
+    uint64_t bytes = !checked(s, host) ? 0 : is_root ? vec_total(all) : all->vector ? NC_CALL_ANY_BYTES
+                                                                                   : (uint64_t)s->coll.size * b.bytes;
+    int err = enter_move(s, comm, coll, root, host, bytes);
+    if (err == RUN_NODECOLL) {
+        count_datatypes(coll, b.staging || all->staging, one.type || all->v.blocks, b.bytes);
+        const nc_vec *v = is_root ? &all->v : NULL;
+        err = scatter ? nc_scatterv(&s->coll, coll, v, in_place ? NULL : &one, b.bytes, root)
+                      : nc_gatherv(&s->coll, coll, in_place ? NC_IN_PLACE : b.bytes_at, b.bytes, v, root);
+        err = nc_mpi_raise(comm, err);
     }
-    count_datatypes(coll, b.staging || all->staging, one.type || all->v.blocks, b.bytes);
-    const nc_vec *v = is_root ? &all->v : NULL;
-    int err = scatter ? nc_scatterv(&s->coll, coll, v, in_place ? NULL : &one, b.bytes, root)
-                      : nc_gatherv(&s->coll, coll, in_place ? NULL : b.bytes_at, b.bytes, v, root);
-    if (is_root) vec_close(all, comm, !scatter);
+    vec_close(all, comm, err == MPI_SUCCESS && !scatter);
     nc_data_release(&one);
-    int close_err = nc_buffer_close(&b, comm, scatter);
-    return nc_mpi_raise(comm, err != MPI_SUCCESS ? err : close_err);
+    int close_err = nc_buffer_close(&b, comm, err == MPI_SUCCESS && scatter);
+    return err ? err : nc_mpi_raise(comm, close_err);
 }
 
 NC_EXPORT int MPI_Gather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
                          MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    move_vec rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, comm_size(comm));
+    move_vec rv = vec_uniform(recvbuf, rcount, rtype);
     int err = rooted_common(NC_COLL_GATHER, 0, sendbuf, scount, stype, &rv, root, comm);
     return err >= 0 ? err : PMPI_Gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm);
 }
@@ -256,17 +281,15 @@ NC_EXPORT int MPI_Gather(const void *sendbuf, int scount, MPI_Datatype stype, vo
 NC_EXPORT int MPI_Gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
                           const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    move_vec rv = vec_of(recvbuf, rcounts, displs, 0, rtype, comm_size(comm));
-    int err = -1;
-    if (rcounts && displs) err = rooted_common(NC_COLL_GATHERV, 0, sendbuf, scount, stype, &rv, root, comm);
-    else nc_mpi_fallback(NC_COLL_GATHERV, NC_ALG_PMPI_ARGS);
+    move_vec rv = vec_varying(recvbuf, rcounts, displs, rtype);
+    int err = rooted_common(NC_COLL_GATHERV, 0, sendbuf, scount, stype, &rv, root, comm);
     return err >= 0 ? err : PMPI_Gatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, root, comm);
 }
 
 NC_EXPORT int MPI_Scatter(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
                           MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    move_vec sv = vec_of(sendbuf, NULL, NULL, scount, stype, comm_size(comm));
+    move_vec sv = vec_uniform(sendbuf, scount, stype);
     int err = rooted_common(NC_COLL_SCATTER, 1, recvbuf, rcount, rtype, &sv, root, comm);
     return err >= 0 ? err : PMPI_Scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm);
 }
@@ -274,40 +297,39 @@ NC_EXPORT int MPI_Scatter(const void *sendbuf, int scount, MPI_Datatype stype, v
 NC_EXPORT int MPI_Scatterv(const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype,
                            void *recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    move_vec sv = vec_of(sendbuf, scounts, displs, 0, stype, comm_size(comm));
-    int err = -1;
-    if (scounts && displs) err = rooted_common(NC_COLL_SCATTERV, 1, recvbuf, rcount, rtype, &sv, root, comm);
-    else nc_mpi_fallback(NC_COLL_SCATTERV, NC_ALG_PMPI_ARGS);
+    move_vec sv = vec_varying(sendbuf, scounts, displs, stype);
+    int err = rooted_common(NC_COLL_SCATTERV, 1, recvbuf, rcount, rtype, &sv, root, comm);
     return err >= 0 ? err : PMPI_Scatterv(sendbuf, scounts, displs, stype, recvbuf, rcount, rtype, root, comm);
 }
-
 /* ---- Allgather(v) ------------------------------------------------------------------------ */
 
 static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MPI_Datatype stype, move_vec *recv,
                             MPI_Comm comm)
 {
-    nc_mpi_comm *s = accelerated(comm, coll);
-    if (!s) return -1;
+    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    if (!s) return RUN_HOST;
     int in_place = sendbuf == MPI_IN_PLACE;
     nc_buffer b = {0};
-    if (!in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1)) return args_fallback(coll);
+    recv->n = s->coll.size;
+    nc_alg_id host = table_verdict(s, coll);
+    if (host == NC_ALG_COUNT && !in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1))
+        host = NC_ALG_PMPI_ARGS;
     /* In place, my own block is input: pack it too (the whole vector, when staged). */
-    if (vec_open(recv, comm, in_place)) {
-        nc_buffer_close(&b, comm, 0);
-        vec_close(recv, comm, 0);
-        return args_fallback(coll);
+    if (host == NC_ALG_COUNT && vec_open(recv, comm, in_place)) host = NC_ALG_PMPI_ARGS;
+    int err = enter_move(s, comm, coll, NC_CALL_NONE, host, checked(s, host) ? vec_total(recv) : 0);
+    if (err == RUN_NODECOLL) {
+        count_datatypes(coll, b.staging || recv->staging, recv->v.blocks != NULL, b.bytes);
+        err = nc_mpi_raise(comm, nc_allgatherv(&s->coll, coll, in_place ? NC_IN_PLACE : b.bytes_at, b.bytes, &recv->v));
     }
-    count_datatypes(coll, b.staging || recv->staging, recv->v.blocks != NULL, b.bytes);
-    int err = nc_allgatherv(&s->coll, coll, in_place ? NULL : b.bytes_at, b.bytes, &recv->v);
-    vec_close(recv, comm, 1);
+    vec_close(recv, comm, err == MPI_SUCCESS);
     nc_buffer_close(&b, comm, 0);
-    return nc_mpi_raise(comm, err);
+    return err;
 }
 
 NC_EXPORT int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
                             MPI_Datatype rtype, MPI_Comm comm)
 {
-    move_vec rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, comm_size(comm));
+    move_vec rv = vec_uniform(recvbuf, rcount, rtype);
     int err = allgather_common(NC_COLL_ALLGATHER, sendbuf, scount, stype, &rv, comm);
     return err >= 0 ? err : PMPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
 }
@@ -315,10 +337,8 @@ NC_EXPORT int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype,
 NC_EXPORT int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
                              const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
-    move_vec rv = vec_of(recvbuf, rcounts, displs, 0, rtype, comm_size(comm));
-    int err = -1;
-    if (rcounts && displs) err = allgather_common(NC_COLL_ALLGATHERV, sendbuf, scount, stype, &rv, comm);
-    else nc_mpi_fallback(NC_COLL_ALLGATHERV, NC_ALG_PMPI_ARGS);
+    move_vec rv = vec_varying(recvbuf, rcounts, displs, rtype);
+    int err = allgather_common(NC_COLL_ALLGATHERV, sendbuf, scount, stype, &rv, comm);
     return err >= 0 ? err : PMPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
 }
 
@@ -326,26 +346,28 @@ NC_EXPORT int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype
 
 static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_Comm comm)
 {
-    nc_mpi_comm *s = accelerated(comm, coll);
-    if (!s) return -1;
-    int in_place = send->user == MPI_IN_PLACE;
-    if ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)) {
-        vec_close(send, comm, 0);
-        vec_close(recv, comm, 0);
-        return args_fallback(coll);
+    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    if (!s) return RUN_HOST;
+    int in_place = send->user == MPI_IN_PLACE; /* (then the send arguments are not significant) */
+    send->n = recv->n = s->coll.size;
+    nc_alg_id host = table_verdict(s, coll);
+    if (host == NC_ALG_COUNT && ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)))
+        host = NC_ALG_PMPI_ARGS;
+    uint64_t bytes = !checked(s, host) ? 0 : recv->vector ? NC_CALL_ANY_BYTES : vec_total(in_place ? recv : send);
+    int err = enter_move(s, comm, coll, NC_CALL_NONE, host, bytes);
+    if (err == RUN_NODECOLL) {
+        count_datatypes(coll, send->staging || recv->staging, recv->v.blocks != NULL, 0);
+        err = nc_mpi_raise(comm, nc_alltoallv(&s->coll, coll, in_place ? NULL : &send->v, &recv->v));
     }
-    count_datatypes(coll, send->staging || recv->staging, recv->v.blocks != NULL, 0);
-    int err = nc_alltoallv(&s->coll, coll, in_place ? NULL : &send->v, &recv->v);
     vec_close(send, comm, 0);
-    vec_close(recv, comm, 1);
-    return nc_mpi_raise(comm, err);
+    vec_close(recv, comm, err == MPI_SUCCESS);
+    return err;
 }
 
 NC_EXPORT int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
                            MPI_Datatype rtype, MPI_Comm comm)
 {
-    int size = comm_size(comm);
-    move_vec sv = vec_of(sendbuf, NULL, NULL, scount, stype, size), rv = vec_of(recvbuf, NULL, NULL, rcount, rtype, size);
+    move_vec sv = vec_uniform(sendbuf, scount, stype), rv = vec_uniform(recvbuf, rcount, rtype);
     int err = alltoall_common(NC_COLL_ALLTOALL, &sv, &rv, comm);
     return err >= 0 ? err : PMPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
 }
@@ -353,11 +375,8 @@ NC_EXPORT int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, 
 NC_EXPORT int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
                             void *recvbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
 {
-    int size = comm_size(comm), err = -1;
-    move_vec sv = vec_of(sendbuf, scounts, sdispls, 0, stype, size), rv = vec_of(recvbuf, rcounts, rdispls, 0, rtype, size);
-    if (rcounts && rdispls && (sendbuf == MPI_IN_PLACE || (scounts && sdispls)))
-        err = alltoall_common(NC_COLL_ALLTOALLV, &sv, &rv, comm);
-    else nc_mpi_fallback(NC_COLL_ALLTOALLV, NC_ALG_PMPI_ARGS);
+    move_vec sv = vec_varying(sendbuf, scounts, sdispls, stype), rv = vec_varying(recvbuf, rcounts, rdispls, rtype);
+    int err = alltoall_common(NC_COLL_ALLTOALLV, &sv, &rv, comm);
     return err >= 0 ? err : PMPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
 }
 
@@ -365,13 +384,7 @@ NC_EXPORT int MPI_Alltoallw(const void *sendbuf, const int scounts[], const int 
                             void *recvbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[],
                             MPI_Comm comm)
 {
-    int size = comm_size(comm), err = -1;
-    move_vec sv = vec_of(sendbuf, scounts, sdispls, 0, MPI_DATATYPE_NULL, size);
-    move_vec rv = vec_of(recvbuf, rcounts, rdispls, 0, MPI_DATATYPE_NULL, size);
-    sv.types = stypes;
-    rv.types = rtypes;
-    if (rcounts && rdispls && rtypes && (sendbuf == MPI_IN_PLACE || (scounts && sdispls && stypes)))
-        err = alltoall_common(NC_COLL_ALLTOALLW, &sv, &rv, comm);
-    else nc_mpi_fallback(NC_COLL_ALLTOALLW, NC_ALG_PMPI_ARGS);
+    move_vec sv = vec_typed(sendbuf, scounts, sdispls, stypes), rv = vec_typed(recvbuf, rcounts, rdispls, rtypes);
+    int err = alltoall_common(NC_COLL_ALLTOALLW, &sv, &rv, comm);
     return err >= 0 ? err : PMPI_Alltoallw(sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm);
 }

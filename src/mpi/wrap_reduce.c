@@ -208,8 +208,8 @@ static int find_user_op(MPI_Op op, user_op *out)
 NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
 {
     int err = PMPI_Op_create(fn, commute, op);
-    user_op *u = err == MPI_SUCCESS ? malloc(sizeof *u) : NULL;
-    if (!u) return err; /* unrecorded: calls with this op go to the host MPI */
+    if (err != MPI_SUCCESS) return err;
+    user_op *u = nc_alloc_or_die(sizeof *u); /* an op unrecorded on one rank would send it to the host alone */
     *u = (user_op){*op, fn, commute, NULL};
     pthread_mutex_lock(&user_ops_lock);
     u->next = user_ops;
@@ -259,6 +259,14 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     return 0;
 }
 
+/* Open MPI applies predefined ops to duplicates of predefined types (MPI_Type_dup); MPICH 4.0
+ * raises MPI_ERR_OP.  nodecoll accelerates exactly what its host accepts. */
+#if defined(MPICH_VERSION)
+#define NC_PREDEFINED_OPS_ON_DUPS 0
+#else
+#define NC_PREDEFINED_OPS_ON_DUPS 1
+#endif
+
 /* A derived type whose data lie inside each element's extent (true lb >= 0, true ub <=
  * extent): its elements are whole extents the algorithms may copy and hand to a user op, as
  * long as no gap of a user buffer is read or written, which copies in the same layout
@@ -281,6 +289,8 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
     size_t size = 0;
+    if (!t && NC_PREDEFINED_OPS_ON_DUPS && nc_mpi_type_combiner(type) == MPI_COMBINER_DUP)
+        t = find_type(nc_mpi_type_undup(type));
     rc->gaps = NULL;
     if (!t) {
         if (predefined_op(op) != NC_OP_COUNT) return 1;
@@ -289,8 +299,8 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
         return describe_user(rc, type, op, (size_t)rc->gaps->extent);
     }
     nc_op_id id = predefined_op(op);
-    if (id == NC_OP_COUNT) return describe_user(rc, type, op, t->extent);
-    rc->host = (nc_host_op){op, type};
+    if (id == NC_OP_COUNT) return describe_user(rc, type, op, t->extent); /* (the user's function sees its own handle) */
+    rc->host = (nc_host_op){op, t->type}; /* the bridge's kernels look the predefined type up */
     rc->red.host = &rc->host;
     rc->red.elem_size = t->extent;
     if (!(group_ops[t->group] & (1u << id))) return 1;
@@ -323,7 +333,8 @@ int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op
         return 0;
     }
     int err = describe_uncached(rc, type, op);
-    if (!err && rc->red.fn != call_user_op) recent = (recent_pair){type, op, rc->red, rc->host, 1};
+    /* (a duplicate's handle may be freed and reused: only predefined handles are kept) */
+    if (!err && rc->red.fn != call_user_op && rc->host.type == type) recent = (recent_pair){type, op, rc->red, rc->host, 1};
     return err;
 }
 
@@ -347,36 +358,39 @@ void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, s
 
 /* ---- the entry points ----------------------------------------------------------------- */
 
-/* The state of comm if this call runs accelerated; NULL (reason counted) if the host must. */
-static nc_mpi_comm *accelerated(MPI_Comm comm, nc_coll_id coll, int args_ok, nc_mpi_reduction *rc,
-                                MPI_Datatype type, MPI_Op op)
+/* What enter_reduction decided. */
+enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
+
+/* The length a rank compares under NODECOLL_CHECK. */
+static uint64_t signature_bytes(const nc_mpi_comm *s, MPI_Datatype type, size_t count, int args_ok)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
-    if (!s) return NULL;
-    if (!args_ok) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_ARGS);
-        return NULL;
-    }
+    int size, dense;
+    if (!s->coll.cfg.check) return 0; /* (the record's length is read by the check alone) */
+    if (!args_ok || nc_datatype_describe(type, &size, &dense)) return NC_CALL_ANY_BYTES;
+    return (uint64_t)count * (uint64_t)size;
+}
+
+static int32_t call_op(MPI_Op op)
+{
+    nc_op_id id = predefined_op(op);
+    return id != NC_OP_COUNT ? (int32_t)id : op == MPI_OP_NULL ? NC_CALL_NONE : NC_CALL_USER_OP;
+}
+
+/* Decides who runs a reduction of `count` elements and enters the call (state.h). */
+static int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int args_ok, int root, size_t count,
+                           nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+{
+    nc_alg_id host = NC_ALG_COUNT;
+    if (!args_ok) host = NC_ALG_PMPI_ARGS;
     /* An element larger than a pipeline segment cannot be cut into fragments. */
-    if (nc_mpi_describe_reduction(rc, type, op) || rc->red.elem_size > s->coll.node.layout.seg_size) {
-        nc_mpi_fallback(coll, NC_ALG_PMPI_TYPE);
-        return NULL;
-    }
-    return s;
-}
-
-static int comm_size(MPI_Comm comm)
-{
-    int size = 0;
-    if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &size);
-    return size;
-}
-
-static int comm_rank(MPI_Comm comm)
-{
-    int rank = -1;
-    if (comm != MPI_COMM_NULL) PMPI_Comm_rank(comm, &rank);
-    return rank;
+    else if (nc_mpi_describe_reduction(rc, type, op) || rc->red.elem_size > s->coll.node.layout.seg_size)
+        host = NC_ALG_PMPI_TYPE;
+    nc_call_record call = {coll, root, call_op(op), host, signature_bytes(s, type, count, args_ok), 0};
+    int err = nc_mpi_enter(s, comm, &call);
+    if (err) return err;
+    if (host == NC_ALG_COUNT) return RUN_NODECOLL;
+    nc_mpi_fallback(coll, host);
+    return RUN_HOST;
 }
 
 /* A user op on a type with gaps (rc->gaps): the algorithms run on copies in the type's
@@ -417,117 +431,119 @@ static int buffer_ok(const void *buf, long long count) { return count == 0 || (b
 NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                          MPI_Comm comm)
 {
-    nc_mpi_reduction rc;
-    int size = comm_size(comm), rank = comm_rank(comm), is_root = rank == root;
-    const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    int ok = root >= 0 && root < size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
-             (!is_root || buffer_ok(recvbuf, count));
-    nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE, ok, &rc, type, op);
+    nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_REDUCE);
     if (!s) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    void *out = is_root ? recvbuf : NULL;
+    nc_mpi_reduction rc;
+    int is_root = s->coll.rank == root;
+    const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    int ok = root >= 0 && root < s->coll.size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
+             (!is_root || buffer_ok(recvbuf, count));
+    int err = enter_reduction(s, comm, NC_COLL_REDUCE, ok, root, (size_t)count, &rc, type, op);
+    if (err == RUN_HOST) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+    if (err) return err;
+    void *out = is_root ? recvbuf : NULL; /* (recvbuf is not significant elsewhere) */
     layout_copies lc;
     with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
-    int err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, root);
+    err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, root);
     return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
 
 NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                             MPI_Comm comm)
 {
+    nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_ALLREDUCE);
+    if (!s) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
     nc_mpi_reduction rc;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
-    nc_mpi_comm *s = accelerated(comm, NC_COLL_ALLREDUCE, ok, &rc, type, op);
-    if (!s) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+    int err = enter_reduction(s, comm, NC_COLL_ALLREDUCE, ok, NC_CALL_NONE, (size_t)count, &rc, type, op);
+    if (err == RUN_HOST) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+    if (err) return err;
     void *out = recvbuf;
     layout_copies lc;
     with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
-    int err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, -1);
+    err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, -1);
     return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
 
-/* Reduce_scatter with per-rank counts (all equal for the _block form). */
-static int reduce_scatter(nc_mpi_comm *s, nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts,
-                          const nc_mpi_reduction *rc, MPI_Comm comm)
+/* Fills n[] (elements per rank: `count` each for the block form) and *total; 0 if a count is
+ * invalid or a buffer missing (in place, recvbuf holds the whole input). */
+static int reduce_scatter_counts(int block, const int *counts, int count, int size, int rank, const void *sendbuf,
+                                 const void *recvbuf, size_t *n, size_t *total)
 {
-    size_t *n = malloc(sizeof(size_t) * (size_t)s->coll.size), total = 0;
-    if (!n) nc_fatal("out of memory for Reduce_scatter counts");
-    for (int q = 0; q < s->coll.size; q++) total += n[q] = (size_t)counts[q];
+    *total = 0;
+    if (!block && !counts) return 0;
+    for (int q = 0; q < size; q++) {
+        int c = block ? count : counts[q];
+        if (c < 0) return 0;
+        *total += n[q] = (size_t)c;
+    }
+    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, (long long)*total);
+    return buffer_ok(sendbuf, (long long)*total) && buffer_ok(recvbuf, (long long)n[rank]);
+}
+
+/* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL). */
+static int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
+                          MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    if (!s) return RUN_HOST;
+    size_t *n = nc_mpi_counts(s), total;
+    int ok = reduce_scatter_counts(coll == NC_COLL_REDUCE_SCATTER_BLOCK, counts, count, s->coll.size, s->coll.rank,
+                                   sendbuf, recvbuf, n, &total);
+    nc_mpi_reduction rc;
+    int err = enter_reduction(s, comm, coll, ok, NC_CALL_NONE, total, &rc, type, op);
+    if (err) return err;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     void *out = recvbuf;
     layout_copies lc;
-    with_layout_copies(&lc, s, rc, &in, total, &out, n[s->coll.rank]);
-    int err = deliver_layout_copies(&lc, nc_reduce_scatter(&s->coll, coll, in, out, n, &rc->red));
-    free(n);
+    with_layout_copies(&lc, s, &rc, &in, total, &out, n[s->coll.rank]);
+    err = deliver_layout_copies(&lc, nc_reduce_scatter(&s->coll, coll, in, out, n, &rc.red));
     return nc_mpi_raise(comm, err);
-}
-
-/* Every count valid, and buffers present for what this rank sends and receives (in place,
- * recvbuf holds the whole input). */
-static int scatter_counts_ok(const int *counts, int size, int rank, const void *sendbuf, const void *recvbuf)
-{
-    if (!counts || size <= 0 || rank < 0) return 0;
-    long long total = 0;
-    for (int q = 0; q < size; q++) {
-        if (counts[q] < 0) return 0;
-        total += counts[q];
-    }
-    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, total);
-    return buffer_ok(sendbuf, total) && buffer_ok(recvbuf, counts[rank]);
 }
 
 NC_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
                                  MPI_Op op, MPI_Comm comm)
 {
-    nc_mpi_reduction rc;
-    int size = comm_size(comm), rank = comm_rank(comm);
-    int ok = scatter_counts_ok(recvcounts, size, rank, sendbuf, recvbuf);
-    nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE_SCATTER, ok, &rc, type, op);
-    if (!s) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-    return reduce_scatter(s, NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, &rc, comm);
+    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm);
+    return err != RUN_HOST ? err : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
 }
 
 NC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
                                        MPI_Op op, MPI_Comm comm)
 {
-    nc_mpi_reduction rc;
-    int size = comm_size(comm), rank = comm_rank(comm);
-    int *counts = size > 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
-    for (int q = 0; counts && q < size; q++) counts[q] = recvcount;
-    int ok = counts && scatter_counts_ok(counts, size, rank, sendbuf, recvbuf);
-    nc_mpi_comm *s = accelerated(comm, NC_COLL_REDUCE_SCATTER_BLOCK, ok, &rc, type, op);
-    int err = s ? reduce_scatter(s, NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, counts, &rc, comm)
-                : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
-    free(counts);
-    return err;
+    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, recvcount, type, op, comm);
+    return err != RUN_HOST ? err : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
 }
 
 static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 MPI_Comm comm)
 {
+    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    if (!s) return RUN_HOST;
     nc_mpi_reduction rc;
     int exclusive = coll == NC_COLL_EXSCAN;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     /* Exscan leaves rank 0's recvbuf alone: it need not be there. */
-    int receives = !exclusive || comm_rank(comm) != 0;
+    int receives = !exclusive || s->coll.rank != 0;
     int ok = count >= 0 && buffer_ok(in, count) && (!receives || buffer_ok(recvbuf, count));
-    nc_mpi_comm *s = accelerated(comm, coll, ok, &rc, type, op);
-    if (!s) return exclusive ? PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm)
-                             : PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
-    void *out = recvbuf;
+    int err = enter_reduction(s, comm, coll, ok, NC_CALL_NONE, (size_t)count, &rc, type, op);
+    if (err) return err;
+    void *out = receives ? recvbuf : NULL;
     layout_copies lc;
     with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
-    if (!receives) lc.out = NULL; /* Exscan's rank 0: nothing to deliver */
-    int err = nc_scan(&s->coll, in, out, (size_t)count, &rc.red, exclusive);
+    err = nc_scan(&s->coll, in, out, (size_t)count, &rc.red, exclusive);
     return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
 }
 
 NC_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
-    return scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm);
+    int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm);
+    return err != RUN_HOST ? err : PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
 }
 
 NC_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
-    return scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm);
+    int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm);
+    return err != RUN_HOST ? err : PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
 }

@@ -13,25 +13,34 @@ NC_EXPORT int MPI_Barrier(MPI_Comm comm)
 {
     nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_BARRIER);
     if (!s) return PMPI_Barrier(comm);
-    return nc_mpi_raise(comm, nc_barrier(&s->coll));
+    nc_call_record call = {NC_COLL_BARRIER, NC_CALL_NONE, NC_CALL_NONE, NC_ALG_COUNT, 0, 0};
+    int err = nc_mpi_enter(s, comm, &call);
+    return err ? err : nc_mpi_raise(comm, nc_barrier(&s->coll));
 }
 
 NC_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_BCAST);
     if (!s) return PMPI_Bcast(buf, count, type, root, comm);
-    nc_buffer b;
-    nc_data l;
+    nc_buffer b = {0};
+    nc_data l = {0};
     nc_dt_cursor cursor;
     int is_root = s->coll.rank == root;
-    if (root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
-        nc_buffer_open_data(&b, &l, &cursor, buf, count, type, comm, is_root)) {
+    int bad = root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
+              nc_buffer_open_data(&b, &l, &cursor, buf, count, type, comm, is_root);
+    nc_call_record call = {NC_COLL_BCAST, root, NC_CALL_NONE, bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT,
+                           bad ? NC_CALL_ANY_BYTES : b.bytes, 0};
+    int err = nc_mpi_enter(s, comm, &call);
+    if (err || bad) {
+        nc_data_release(&l);
+        nc_buffer_close(&b, comm, 0);
+        if (err) return err;
         nc_mpi_fallback(NC_COLL_BCAST, NC_ALG_PMPI_ARGS);
         return PMPI_Bcast(buf, count, type, root, comm);
     }
     if (b.staging || !nc_data_is_bytes(&l))
         nc_stats_count(NC_COLL_BCAST, b.staging ? NC_ALG_PACKED : NC_ALG_TYPED, b.bytes);
-    int err = nc_bcast(&s->coll, &l, b.bytes, root);
+    err = nc_bcast(&s->coll, &l, b.bytes, root);
     nc_data_release(&l);
     int unpack_err = nc_buffer_close(&b, comm, !is_root);
     return nc_mpi_raise(comm, err ? err : unpack_err);
