@@ -10,7 +10,8 @@
  * "MPI_Allgather" is whatever the program links: the host MPI's, or nodecoll's where it
  * accelerates Allgather; "PMPI" always the host's.  "seed 002" is the seed's own scheme on
  * one node: an MPI-3 shared window, each rank writes its block between two MPI_Barriers
- * (the first so nobody still reads the previous result, the second so all blocks are in). */
+ * (the first so nobody still reads the previous result, the second so all blocks are in).
+ * After each size every variant's result is checked; the exit status is 1 if any was wrong. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static int cmp_double(const void *x, const void *y)
 typedef struct bench {
     int rank, size, count, iters;
     double *send, *recv, *window_base;
+    const double *shared_result; /* the node-shared variant's last result */
     nodecoll_shared h;
 } bench;
 
@@ -54,6 +56,7 @@ static double time_variant(bench *b, int v)
             nodecoll_shared_get_buffer(b->h, (void **)&buf);
             write_block(buf + (size_t)b->rank * b->count, b->count, it);
             nodecoll_shared_allgather(MPI_IN_PLACE, b->count, MPI_DOUBLE, b->h, &result);
+            b->shared_result = result;
         } else {
             write_block(b->send, b->count, it);
             (v ? MPI_Allgather : PMPI_Allgather)(b->send, b->count, MPI_DOUBLE, b->recv, b->count, MPI_DOUBLE,
@@ -63,6 +66,22 @@ static double time_variant(bench *b, int v)
     double t = (MPI_Wtime() - t0) / b->iters, slowest;
     PMPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return slowest;
+}
+
+/* Runs variant v once more and checks its result: every rank's block of the last call (the
+ * benchmark is also a test: a wrong result fails it).  Returns the number of bad values. */
+static int verify_variant(bench *b, int v)
+{
+    int iters = b->iters, bad = 0;
+    b->iters = 1;
+    time_variant(b, v);
+    b->iters = iters;
+    const double *all = v == 3 ? b->window_base : v == 2 ? b->shared_result : b->recv;
+    for (size_t k = 0; k < (size_t)b->size * (size_t)b->count; k++) bad += all[k] != (double)(k % (size_t)b->count);
+    if (bad) fprintf(stderr, "shared_allgather_bench: rank %d, %d doubles per rank, variant %d: %d wrong values\n",
+                     b->rank, b->count, v, bad);
+    MPI_Barrier(MPI_COMM_WORLD); /* (the window variant: nobody rewrites a block still being checked) */
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -85,6 +104,7 @@ int main(int argc, char **argv)
         printf("%8s %12s %12s %12s %12s %8s  (us per call, %d ranks, median of %d rounds)\n", "doubles", "PMPI",
                "MPI_Allgather", "node-shared", "seed 002", "PMPI/ns", b.size, rounds);
     double *t[VARIANTS];
+    int bad = 0;
     for (int v = 0; v < VARIANTS; v++) t[v] = malloc(sizeof(double) * (size_t)rounds);
     for (b.count = 1; b.count <= max_count; b.count *= 2) {
         b.iters = 1;
@@ -99,6 +119,7 @@ int main(int argc, char **argv)
                 int v = (k + r) % VARIANTS;
                 t[v][r] = time_variant(&b, v);
             }
+        for (int v = 0; v < VARIANTS; v++) bad += verify_variant(&b, v);
         for (int v = 0; v < VARIANTS; v++) qsort(t[v], (size_t)rounds, sizeof(double), cmp_double);
         if (b.rank == 0)
             printf("%8d %12.3f %12.3f %12.3f %12.3f %8.2f\n", b.count, t[0][rounds / 2] * 1e6, t[1][rounds / 2] * 1e6,
@@ -106,6 +127,8 @@ int main(int argc, char **argv)
     }
     MPI_Win_free(&window);
     nodecoll_shared_free(&b.h);
+    int any_bad = 0;
+    PMPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
-    return 0;
+    return any_bad ? 1 : 0;
 }

@@ -79,12 +79,15 @@ static void run_case(MPI_Comm comm, const char *comm_name, const bcast_case *c, 
         /* Non-roots start from a sentinel so bytes that should stay untouched (gaps) are checked too. */
         got[i] = want[i] = rank == c->root ? root_byte : (unsigned char)(0xA5 ^ i);
     }
+    got[extent] = want[extent] = 0x3c; /* past the buffer: must stay */
     uint64_t fallbacks = nodecoll_stat_calls("bcast", "pmpi:*");
     int e1 = MPI_Bcast(got, count, type, c->root, comm);
     int e2 = PMPI_Bcast(want, count, type, c->root, comm);
     T_CHECK(e1 == MPI_SUCCESS && e2 == MPI_SUCCESS, "%s: errors %d/%d", comm_name, e1, e2);
     T_CHECK(size == 1 || nodecoll_stat_calls("bcast", "pmpi:*") == fallbacks, "%s: bcast of %zu bytes (%s) fell back",
             comm_name, c->bytes_hint, type_names[c->kind]);
+    T_CHECK(got[extent] == 0x3c, "%s: bcast %s count %d root %d wrote past the buffer", comm_name, type_names[c->kind],
+            count, c->root);
     if (memcmp(got, want, extent)) {
         size_t i = 0;
         while (got[i] == want[i]) i++;

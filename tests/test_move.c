@@ -10,10 +10,18 @@
  * out of range, MPI_DATATYPE_NULL) give the host's error class.
  *
  * Argument: number of random cases per pattern (default 2). */
-#define _DEFAULT_SOURCE /* usleep */
+#define _DEFAULT_SOURCE /* alarm */
+#include <signal.h>
 #include <unistd.h>
 
 #include "common.h"
+
+/* Every call of the test must succeed, through nodecoll and through the host alike. */
+#define T_OK(call)                                                                            \
+    do {                                                                                      \
+        int t_err_ = (call);                                                                  \
+        if (t_err_ != MPI_SUCCESS) t_fail("%s returned %d (line %d)", #call, t_err_, __LINE__); \
+    } while (0)
 
 #define MAXP 16
 enum { P_UNIFORM, P_ZERO, P_OUTLIER, P_UNEVEN, P_MOSTLY_ZERO, P_COUNT };
@@ -88,9 +96,9 @@ static void run_gather(MPI_Comm comm, const layout *l, int root, int pattern, in
             sb = MPI_IN_PLACE;
         }
         if (vector)
-            (a ? MPI_Gatherv : PMPI_Gatherv)(sb, l->counts[rank], MPI_INT, out[a], l->counts, l->displs, MPI_INT, root, comm);
+            T_OK((a ? MPI_Gatherv : PMPI_Gatherv)(sb, l->counts[rank], MPI_INT, out[a], l->counts, l->displs, MPI_INT, root, comm));
         else
-            (a ? MPI_Gather : PMPI_Gather)(sb, l->counts[0], MPI_INT, out[a], l->counts[0], MPI_INT, root, comm);
+            T_OK((a ? MPI_Gather : PMPI_Gather)(sb, l->counts[0], MPI_INT, out[a], l->counts[0], MPI_INT, root, comm));
     }
     if (rank == root) check_same(out[1], out[0], l->extent, vector ? "gatherv" : "gather", pattern, root);
     free(out[0]);
@@ -110,9 +118,9 @@ static void run_scatter(MPI_Comm comm, const layout *l, int root, int pattern, i
         out[a] = alloc_ints(l->counts[rank] + 2, -7);
         void *rb = in_place && rank == root ? MPI_IN_PLACE : out[a];
         if (vector)
-            (a ? MPI_Scatterv : PMPI_Scatterv)(send, l->counts, l->displs, MPI_INT, rb, l->counts[rank], MPI_INT, root, comm);
+            T_OK((a ? MPI_Scatterv : PMPI_Scatterv)(send, l->counts, l->displs, MPI_INT, rb, l->counts[rank], MPI_INT, root, comm));
         else
-            (a ? MPI_Scatter : PMPI_Scatter)(send, l->counts[0], MPI_INT, rb, l->counts[0], MPI_INT, root, comm);
+            T_OK((a ? MPI_Scatter : PMPI_Scatter)(send, l->counts[0], MPI_INT, rb, l->counts[0], MPI_INT, root, comm));
     }
     check_same(out[1], out[0], l->counts[rank] + 2, vector ? "scatterv" : "scatter", pattern, root);
     free(out[0]);
@@ -138,9 +146,9 @@ static void run_allgather(MPI_Comm comm, const layout *l, int pattern, int seed,
             sb = MPI_IN_PLACE;
         }
         if (vector)
-            (a ? MPI_Allgatherv : PMPI_Allgatherv)(sb, l->counts[rank], MPI_INT, out[a], l->counts, l->displs, MPI_INT, comm);
+            T_OK((a ? MPI_Allgatherv : PMPI_Allgatherv)(sb, l->counts[rank], MPI_INT, out[a], l->counts, l->displs, MPI_INT, comm));
         else
-            (a ? MPI_Allgather : PMPI_Allgather)(sb, l->counts[0], MPI_INT, out[a], l->counts[0], MPI_INT, comm);
+            T_OK((a ? MPI_Allgather : PMPI_Allgather)(sb, l->counts[0], MPI_INT, out[a], l->counts[0], MPI_INT, comm));
     }
     check_same(out[1], out[0], l->extent + size * l->counts[0], vector ? "allgatherv" : "allgather", pattern, -1);
     free(out[0]);
@@ -190,11 +198,11 @@ static void run_alltoall(MPI_Comm comm, const int *matrix, uint64_t *rng, int pa
             sb = MPI_IN_PLACE;
         }
         if (kind == 0)
-            (a ? MPI_Alltoall : PMPI_Alltoall)(sb, sc[0], MPI_INT, out[a], rc[0], MPI_INT, comm);
+            T_OK((a ? MPI_Alltoall : PMPI_Alltoall)(sb, sc[0], MPI_INT, out[a], rc[0], MPI_INT, comm));
         else if (kind == 1)
-            (a ? MPI_Alltoallv : PMPI_Alltoallv)(sb, sc, s.displs, MPI_INT, out[a], rc, r.displs, MPI_INT, comm);
+            T_OK((a ? MPI_Alltoallv : PMPI_Alltoallv)(sb, sc, s.displs, MPI_INT, out[a], rc, r.displs, MPI_INT, comm));
         else
-            (a ? MPI_Alltoallw : PMPI_Alltoallw)(sb, sc, sbytes, types, out[a], rc, rbytes, types, comm);
+            T_OK((a ? MPI_Alltoallw : PMPI_Alltoallw)(sb, sc, sbytes, types, out[a], rc, rbytes, types, comm));
     }
     check_same(out[1], out[0], r.extent, names[kind], pattern, -1);
     free(out[0]);
@@ -263,18 +271,18 @@ static void run_derived(MPI_Comm comm, int seed)
             for (int a = 0; a < 2; a++) {
                 out[a] = alloc_ints((int)cap, -7);
                 switch (call) {
-                case 0: (a ? MPI_Gather : PMPI_Gather)(send, n, st, out[a], n, rt, root, comm); break;
-                case 1: (a ? MPI_Gatherv : PMPI_Gatherv)(send, n, st, out[a], counts, displs, rt, root, comm); break;
-                case 2: (a ? MPI_Scatter : PMPI_Scatter)(send, n, st, out[a], n, rt, root, comm); break;
-                case 3: (a ? MPI_Scatterv : PMPI_Scatterv)(send, counts, displs, st, out[a], n, rt, root, comm); break;
-                case 4: (a ? MPI_Allgather : PMPI_Allgather)(send, n, st, out[a], n, rt, comm); break;
-                case 5: (a ? MPI_Allgatherv : PMPI_Allgatherv)(send, n, st, out[a], counts, displs, rt, comm); break;
-                case 6: (a ? MPI_Alltoall : PMPI_Alltoall)(send, n, st, out[a], n, rt, comm); break;
+                case 0: T_OK((a ? MPI_Gather : PMPI_Gather)(send, n, st, out[a], n, rt, root, comm)); break;
+                case 1: T_OK((a ? MPI_Gatherv : PMPI_Gatherv)(send, n, st, out[a], counts, displs, rt, root, comm)); break;
+                case 2: T_OK((a ? MPI_Scatter : PMPI_Scatter)(send, n, st, out[a], n, rt, root, comm)); break;
+                case 3: T_OK((a ? MPI_Scatterv : PMPI_Scatterv)(send, counts, displs, st, out[a], n, rt, root, comm)); break;
+                case 4: T_OK((a ? MPI_Allgather : PMPI_Allgather)(send, n, st, out[a], n, rt, comm)); break;
+                case 5: T_OK((a ? MPI_Allgatherv : PMPI_Allgatherv)(send, n, st, out[a], counts, displs, rt, comm)); break;
+                case 6: T_OK((a ? MPI_Alltoall : PMPI_Alltoall)(send, n, st, out[a], n, rt, comm)); break;
                 case 7:
-                    (a ? MPI_Alltoallv : PMPI_Alltoallv)(send, counts, displs, st, out[a], counts, displs, rt, comm);
+                    T_OK((a ? MPI_Alltoallv : PMPI_Alltoallv)(send, counts, displs, st, out[a], counts, displs, rt, comm));
                     break;
                 default:
-                    (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, counts, bytes, stypes, out[a], counts, bytes, rtypes, comm);
+                    T_OK((a ? MPI_Alltoallw : PMPI_Alltoallw)(send, counts, bytes, stypes, out[a], counts, bytes, rtypes, comm));
                 }
             }
             char what[64];
@@ -321,16 +329,16 @@ static void run_derived_runs(MPI_Comm comm)
                 for (int k = 0; call == 5 && rank == root && k < n; k++) /* my block, in its layout */
                     memcpy(out[a] + (root * n + k) * STRIDE, send + k * RUN, RUN * sizeof(int));
                 switch (call) {
-                case 0: (a ? MPI_Gather : PMPI_Gather)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
-                case 1: (a ? MPI_Allgather : PMPI_Allgather)(send, ints, MPI_INT, out[a], n, runs, comm); break;
-                case 2: (a ? MPI_Alltoall : PMPI_Alltoall)(send, ints, MPI_INT, out[a], n, runs, comm); break;
-                case 4: (a ? MPI_Scatter : PMPI_Scatter)(send, ints, MPI_INT, out[a], n, runs, root, comm); break;
+                case 0: T_OK((a ? MPI_Gather : PMPI_Gather)(send, ints, MPI_INT, out[a], n, runs, root, comm)); break;
+                case 1: T_OK((a ? MPI_Allgather : PMPI_Allgather)(send, ints, MPI_INT, out[a], n, runs, comm)); break;
+                case 2: T_OK((a ? MPI_Alltoall : PMPI_Alltoall)(send, ints, MPI_INT, out[a], n, runs, comm)); break;
+                case 4: T_OK((a ? MPI_Scatter : PMPI_Scatter)(send, ints, MPI_INT, out[a], n, runs, root, comm)); break;
                 case 5:
-                    (a ? MPI_Gather : PMPI_Gather)(rank == root ? MPI_IN_PLACE : send, ints, MPI_INT, out[a], n, runs,
-                                                   root, comm);
+                    T_OK((a ? MPI_Gather : PMPI_Gather)(rank == root ? MPI_IN_PLACE : send, ints, MPI_INT, out[a], n, runs,
+                                                   root, comm));
                     break;
                 default:
-                    (a ? MPI_Alltoallw : PMPI_Alltoallw)(send, scounts, sbytes, stypes, out[a], counts, bytes, rtypes, comm);
+                    T_OK((a ? MPI_Alltoallw : PMPI_Alltoallw)(send, scounts, sbytes, stypes, out[a], counts, bytes, rtypes, comm));
                 }
             }
             char what[64];
@@ -349,28 +357,88 @@ static void run_derived_runs(MPI_Comm comm)
 
 /* ---- zero-size peers ------------------------------------------------------------------- */
 
-/* Rank 0 exchanges nothing; the others exchange a ring and arrive late.  Rank 0 must not
- * wait for them. */
+/* A deadlock a case is built to expose fails the test after a minute, saying which. */
+static const char *watched;
+static void watchdog(int sig)
+{
+    (void)sig;
+    if (write(2, watched, strlen(watched)) < 0) _exit(3);
+    _exit(2);
+}
+
+static void watch(const char *what)
+{
+    watched = what;
+    signal(SIGALRM, watchdog);
+    alarm(what ? 60 : 0);
+}
+
+/* Rank 0 exchanges nothing; the others exchange a ring.  Rank 0 must return from Alltoallv
+ * without waiting for them: the others enter the call only after rank 0 has left it (a
+ * message from rank 0 says so), so a rank 0 that waited for them would deadlock (a watchdog
+ * turns that into a failure).  Ordered, not timed: it cannot flake when oversubscribed. */
 static void run_zero_peer_check(MPI_Comm comm)
 {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    if (size < 3) return;
+    const char *check = getenv("NODECOLL_CHECK"); /* (which makes every call wait for every rank) */
+    if (size < 3 || (check && atoi(check))) return;
     int sc[MAXP] = {0}, rc[MAXP] = {0}, displs[MAXP] = {0}, send[4] = {rank, rank, rank, rank}, recv[4] = {0};
     if (rank != 0) {
         int right = rank % (size - 1) + 1, left = (rank - 2 + size - 1) % (size - 1) + 1;
         sc[right] = rc[left] = 1;
     }
-    MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm); /* warm up */
+    T_OK(MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm)); /* warm up */
     MPI_Barrier(comm);
-    if (rank != 0) usleep(300000);
-    double t = MPI_Wtime();
-    MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm);
-    t = MPI_Wtime() - t;
-    if (rank == 0) T_CHECK(t < 0.15, "alltoallv: a rank with only zero-size peers waited %.3f s for them", t);
-    else T_CHECK(recv[0] == (rank - 2 + size - 1) % (size - 1) + 1, "alltoallv ring: got %d", recv[0]);
+    int token = 0;
+    if (rank == 0) {
+        watch("FAIL: alltoallv: a rank with only zero-size peers waited for them (deadlock)\n");
+        T_OK(MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm));
+        watch(NULL);
+        for (int r = 1; r < size; r++) PMPI_Send(&token, 1, MPI_INT, r, 77, comm);
+    } else {
+        PMPI_Recv(&token, 1, MPI_INT, 0, 77, comm, MPI_STATUS_IGNORE);
+        T_OK(MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm));
+        T_CHECK(recv[0] == (rank - 2 + size - 1) % (size - 1) + 1, "alltoallv ring: got %d", recv[0]);
+    }
     MPI_Barrier(comm);
+}
+
+/* ---- nodecoll's messages stay invisible ------------------------------------------------ */
+
+/* A wildcard receive the program posted before an Alltoall must not take any of the call's
+ * own messages (across nodes they travel point to point): it completes with the program's
+ * own message, sent after the call, and the Alltoall delivers the right data. */
+static void run_wildcard_receive(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    /* (One rank: nodecoll hands the call to the host, and MPICH 4.0.2's own Alltoall on one rank
+     * hangs while a wildcard receive is posted.) */
+    if (size == 1) return;
+    int mine[2] = {-1, -1}, note[2] = {rank, 4242}, *send = alloc_ints(size * 64, 0), *out[2];
+    for (int k = 0; k < size * 64; k++) send[k] = value(5, rank, k / 64, k % 64);
+    MPI_Request req;
+    watch("FAIL: alltoall with a wildcard receive posted: deadlock (the receive took the call's own message)\n");
+    T_OK(MPI_Irecv(mine, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &req));
+    for (int a = 0; a < 2; a++) {
+        out[a] = alloc_ints(size * 64, -7);
+        T_OK((a ? MPI_Alltoall : PMPI_Alltoall)(send, 64, MPI_INT, out[a], 64, MPI_INT, comm));
+    }
+    check_same(out[1], out[0], size * 64, "alltoall with a wildcard receive posted", 0, -1);
+    T_OK(MPI_Send(note, 2, MPI_INT, (rank + 1) % size, 9, comm));
+    MPI_Status st;
+    T_OK(MPI_Wait(&req, &st));
+    watch(NULL);
+    int from = (rank + size - 1) % size;
+    T_CHECK(mine[0] == from && mine[1] == 4242 && st.MPI_SOURCE == from && st.MPI_TAG == 9,
+            "a wildcard receive took (%d, %d) from rank %d tag %d, want the program's (%d, 4242) from %d tag 9",
+            mine[0], mine[1], st.MPI_SOURCE, st.MPI_TAG, from, from);
+    free(out[0]);
+    free(out[1]);
+    free(send);
 }
 
 /* ---- bad arguments -------------------------------------------------------------------- */
@@ -434,6 +502,7 @@ int main(int argc, char **argv)
     run_derived(comm, cases + 2);
     run_derived_runs(comm);
     run_zero_peer_check(comm);
+    run_wildcard_receive(comm);
     run_errors(comm);
     /* The communicator still works after the errors. */
     run_case(comm, P_UNEVEN, cases + 1);

@@ -15,3 +15,7 @@ nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 3 4
   ARGS ${NODECOLL_MOVE_CASES} LABELS quick)
 nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 5
   ENVS "nodes3:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic,NODECOLL_MOVE_SLOT=1K,NODECOLL_ALLTOALL_WINDOW=1,NODECOLL_ALLTOALL_SMALL=64" ARGS 1)
+# NODECOLL_CHECK=1 on the whole differential matrix: no false alarm on any shape, root or
+# placement (v-forms whose lengths only the root knows, in place, zero counts).
+nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 3
+  ENVS "check:NODECOLL_CHECK=1,NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic" ARGS 1 LABELS quick)

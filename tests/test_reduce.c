@@ -451,6 +451,11 @@ static void run_case(MPI_Comm comm, const char *comm_name, const rcase *c)
     T_CHECK(err == MPI_SUCCESS, "%s: %s returned %d", comm_name, coll_names[c->coll], err);
     T_CHECK(size == 1 || nodecoll_stat_calls(coll_names[c->coll], "pmpi:*") == fallbacks,
             "%s: %s %s %s fell back to the host MPI", comm_name, coll_names[c->coll], op_names[c->op], c->t->name);
+    T_CHECK((unsigned char)recv[recv_elems * es] == 0x5a, "%s: %s %s %s count %zu wrote past the receive buffer",
+            comm_name, coll_names[c->coll], op_names[c->op], c->t->name, c->count);
+    T_CHECK(receives || !memcmp(recv, before, recv_elems * es),
+            "%s: %s %s %s count %zu wrote into a non-root's receive buffer", comm_name, coll_names[c->coll],
+            op_names[c->op], c->t->name, c->count);
     int defined = receives && !(c->coll == C_EXSCAN && rank == 0);
     size_t first = scatter ? my_first : 0;
     for (size_t i = 0; defined && i < mine; i++)
