@@ -259,14 +259,6 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     return 0;
 }
 
-/* Open MPI applies predefined ops to duplicates of predefined types (MPI_Type_dup); MPICH 4.0
- * raises MPI_ERR_OP.  nodecoll accelerates exactly what its host accepts. */
-#if defined(MPICH_VERSION)
-#define NC_PREDEFINED_OPS_ON_DUPS 0
-#else
-#define NC_PREDEFINED_OPS_ON_DUPS 1
-#endif
-
 /* A derived type whose data lie inside each element's extent (true lb >= 0, true ub <=
  * extent): its elements are whole extents the algorithms may copy and hand to a user op, as
  * long as no gap of a user buffer is read or written, which copies in the same layout
@@ -289,8 +281,6 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
 {
     const known_type *t = find_type(type);
     size_t size = 0;
-    if (!t && NC_PREDEFINED_OPS_ON_DUPS && nc_mpi_type_combiner(type) == MPI_COMBINER_DUP)
-        t = find_type(nc_mpi_type_undup(type));
     rc->gaps = NULL;
     if (!t) {
         if (predefined_op(op) != NC_OP_COUNT) return 1;
@@ -300,7 +290,7 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
     }
     nc_op_id id = predefined_op(op);
     if (id == NC_OP_COUNT) return describe_user(rc, type, op, t->extent); /* (the user's function sees its own handle) */
-    rc->host = (nc_host_op){op, t->type}; /* the bridge's kernels look the predefined type up */
+    rc->host = (nc_host_op){op, type};
     rc->red.host = &rc->host;
     rc->red.elem_size = t->extent;
     if (!(group_ops[t->group] & (1u << id))) return 1;
@@ -333,8 +323,7 @@ int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op
         return 0;
     }
     int err = describe_uncached(rc, type, op);
-    /* (a duplicate's handle may be freed and reused: only predefined handles are kept) */
-    if (!err && rc->red.fn != call_user_op && rc->host.type == type) recent = (recent_pair){type, op, rc->red, rc->host, 1};
+    if (!err && rc->red.fn != call_user_op) recent = (recent_pair){type, op, rc->red, rc->host, 1};
     return err;
 }
 
