@@ -31,10 +31,12 @@
  *
  * Usage: test_conform [CASES [SEED]] [--only=K] [--from=K] [--calls=gather,...] [--skip-calls=...]
  *                     [--parts=cases,errors] [--timeout=S] [--verbose]
- *   narrowing a failure down: [--without=garbage,zero,inplace,bottom,comms,types]
+ *   narrowing a failure down: [--without=garbage,zero,inplace,bottom,comms,types,null]
  *                             [--no-derived] [--shapes=MASK] [--plain-displs]
  * A failure names the case index, seed, call, dimensions and rank; rerun it alone with
- * --only=K and the same SEED, np and NODECOLL_* environment.
+ * --only=K and the same SEED, np and NODECOLL_* environment (--verbose prints every rank's
+ * arguments).  After a hang, a rank whose own call returned may report a later case: it is
+ * waiting there for the rank stuck in the earlier one, which reports first.
  *
  * Host quirks kept out of the generated cases (each checked with NODECOLL_ENABLE=0, where
  * MPI_* is the host itself): see host_accepts_garbage() and the error-case filters. */
@@ -391,7 +393,7 @@ static int g_verbose;
  * (blocks forwards, no negative displacements). */
 static int g_no_derived, g_plain_displs;
 static unsigned g_without; /* --without=garbage,zero,inplace,bottom,comms */
-enum { W_GARBAGE = 1, W_ZERO = 2, W_INPLACE = 4, W_BOTTOM = 8, W_COMMS = 16 };
+enum { W_GARBAGE = 1, W_ZERO = 2, W_INPLACE = 4, W_BOTTOM = 8, W_COMMS = 16, W_NULL = 32 };
 static unsigned g_shape_mask = ~0u; /* --shapes=MASK: the derived shapes allowed (bit k: shape k) */
 
 static int pick(uint64_t *rng, int n) { return n <= 1 ? 0 : (int)(t_rand(rng) % (uint64_t)n); }
@@ -811,9 +813,10 @@ static void assemble(const ccase *c, side *S, side *R, int run, int rank, int si
     (void)size;
 }
 
-static char *describe_side(char *p, char *end, const char *what, const side *s)
+static char *describe_side(char *p, char *end, const char *what, const side *s, int in_place)
 {
     if (!s->used) return p;
+    if (in_place) return p + snprintf(p, (size_t)(end - p), " %s=MPI_IN_PLACE", what);
     p += snprintf(p, (size_t)(end - p), " %s=", what);
     int nt = s->kind == K_W ? s->n : 1;
     for (int i = 0; i < nt && p < end; i++)
@@ -841,8 +844,10 @@ static void describe_case(char *buf, size_t len, const ccase *c, const side *S, 
     else if (c->call != C_BARRIER) p += snprintf(p, (size_t)(end - p), " base=%s", base_names[c->base]);
     p += snprintf(p, (size_t)(end - p), "%s%s%s%s", c->in_place ? " IN_PLACE" : "", c->zero ? " zero-counts" : "",
                   c->garbage ? " garbage" : "", c->bottom ? " bottom" : "");
-    p = describe_side(p, end, "send", S);
-    p = describe_side(p, end, "recv", R);
+    int ip = gives_in_place(c->call, c->in_place, crank, c->root), recv_ip = calls[c->call].in_place == IP_RECV_ROOT;
+    p = describe_side(p, end, "send", S, ip && !recv_ip);
+    p = describe_side(p, end, "recv", R, ip && recv_ip);
+    if (ip && !recv_ip && S->used && is_reduction(c->call)) p += snprintf(p, (size_t)(end - p), " (input in recvbuf)");
     if (g->mask) {
         p += snprintf(p, (size_t)(end - p), "; garbage at this rank:");
         for (int k = 0; k < A_COUNT && p < end; k++)
@@ -933,7 +938,7 @@ static void run_case(const ccase *c)
         if (absent) continue;
         int empty = s->hi <= s->lo;
         if (cc.bottom && !is_reduction(call) && !empty && sig) s->bottom = pick(&rng, 4) != 0;
-        if (empty && (cc.zero || pick(&rng, 2))) s->pass_null = 1;
+        if (empty && (cc.zero || pick(&rng, 2)) && !(g_without & W_NULL)) s->pass_null = 1;
     }
     /* In place, a side given as the other side's copy (oracle out of place) must not be
      * NULL/bottom differently from R: keep them plain. */
@@ -1213,7 +1218,7 @@ int main(int argc, char **argv)
             const char *w = argv[i] + 10;
             g_without = (strstr(w, "garbage") ? W_GARBAGE : 0) | (strstr(w, "zero") ? W_ZERO : 0) |
                         (strstr(w, "inplace") ? W_INPLACE : 0) | (strstr(w, "bottom") ? W_BOTTOM : 0) |
-                        (strstr(w, "comms") ? W_COMMS : 0);
+                        (strstr(w, "comms") ? W_COMMS : 0) | (strstr(w, "null") ? W_NULL : 0);
             if (strstr(w, "types")) g_no_derived = 1;
         }
         else if (!strncmp(argv[i], "--shapes=", 9)) g_shape_mask = (unsigned)strtoul(argv[i] + 9, NULL, 0);
