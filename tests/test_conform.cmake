@@ -1,4 +1,4 @@
-# Conformance case generator (tests/test_conform.c, docs/conformance.md): every collective
+# Conformance case generator (tests/test_conform.c, docs/design.md (section "Conformance")): every collective
 # through PMPI (the oracle) and through nodecoll on the same inputs.  It covers garbage in
 # insignificant arguments, MPI_IN_PLACE, zero counts with NULL buffers, MPI_BOTTOM, derived
 # and duplicated datatypes, odd communicators, and error classes.  A hang or crash fails with

@@ -107,6 +107,19 @@ int nc_datatype_gapless(MPI_Datatype type, size_t *size)
     return lb == 0 && true_lb == 0 && extent == bytes && true_extent == bytes;
 }
 
+/* MPICH 4.0 refuses a null buffer in MPI_Pack/MPI_Unpack even with MPI_BOTTOM and a type of
+ * absolute addresses: the same bytes are reached from address 1 through the type moved down
+ * one byte (same extent).  Freed by the caller. */
+static MPI_Datatype moved_down_a_byte(MPI_Datatype type)
+{
+    int one = 1;
+    MPI_Aint minus_one = -1;
+    MPI_Datatype moved;
+    PMPI_Type_create_hindexed(1, &one, &minus_one, type, &moved);
+    PMPI_Type_commit(&moved);
+    return moved;
+}
+
 /* MPI_Pack and MPI_Unpack count bytes in int: move the data in pieces of whole elements, each
  * below INT_MAX bytes, so a message of any size stays on the same path on every rank. */
 static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)
@@ -116,16 +129,20 @@ static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)
     size_t elem_bytes = b->bytes / (size_t)b->count;
     size_t per_piece = elem_bytes ? (size_t)INT_MAX / elem_bytes : (size_t)b->count;
     if (per_piece == 0) return MPI_ERR_COUNT; /* one element above 2 GiB: not packable by MPI */
-    for (size_t first = 0; first < (size_t)b->count; first += per_piece) {
+    int err = MPI_SUCCESS;
+    for (size_t first = 0; first < (size_t)b->count && err == MPI_SUCCESS; first += per_piece) {
         size_t n = (size_t)b->count - first < per_piece ? (size_t)b->count - first : per_piece;
-        char *user = (char *)b->user + (MPI_Aint)first * extent;
+        /* (address arithmetic in integers: MPI_BOTTOM is a null pointer) */
+        uintptr_t at = (uintptr_t)b->user + (uintptr_t)((MPI_Aint)first * extent);
+        MPI_Datatype type = at ? b->type : moved_down_a_byte(b->type);
+        void *user = (void *)(at ? at : 1);
         char *packed = (char *)b->staging + first * elem_bytes;
         int piece = (int)(n * elem_bytes), position = 0;
-        int err = unpack ? PMPI_Unpack(packed, piece, &position, user, (int)n, b->type, comm)
-                         : PMPI_Pack(user, (int)n, b->type, packed, piece, &position, comm);
-        if (err != MPI_SUCCESS) return err;
+        err = unpack ? PMPI_Unpack(packed, piece, &position, user, (int)n, type, comm)
+                     : PMPI_Pack(user, (int)n, type, packed, piece, &position, comm);
+        if (type != b->type) PMPI_Type_free(&type);
     }
-    return MPI_SUCCESS;
+    return err;
 }
 
 /* Moves the whole buffer between the user's layout and the staging copy with the datatype

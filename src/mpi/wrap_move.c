@@ -39,6 +39,9 @@ typedef struct move_vec {
 static int count_of(const move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
 static MPI_Datatype type_of(const move_vec *m, int i) { return m->types ? m->types[i] : m->type; }
 
+/* base + off as an address (base may be MPI_BOTTOM, a null pointer, with absolute offsets). */
+static char *address_at(const char *base, int64_t off) { return (char *)((uintptr_t)base + (uintptr_t)off); }
+
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
 static int64_t user_offset(const move_vec *m, int i, MPI_Aint extent)
 {
@@ -54,7 +57,7 @@ static void pack_blocks(move_vec *m, MPI_Comm comm, int unpack)
         MPI_Aint lb, extent;
         PMPI_Type_get_extent(type_of(m, i), &lb, &extent);
         char *packed = m->v.base + m->v.offs[i];
-        nc_buffer block = {packed, len, m->user + user_offset(m, i, extent), count_of(m, i), type_of(m, i), packed};
+        nc_buffer block = {packed, len, address_at(m->user, user_offset(m, i, extent)), count_of(m, i), type_of(m, i), packed};
         int err = nc_buffer_transfer(&block, comm, unpack);
         if (err != MPI_SUCCESS) nc_fatal("%s of a committed datatype failed (error %d)", unpack ? "unpacking" : "packing", err);
     }
@@ -102,7 +105,7 @@ static int open_in_place(move_vec *m, const int64_t *offs)
                 return 0;
             }
         }
-        char *base = m->user + offs[i];
+        char *base = address_at(m->user, offs[i]);
         blocks[i] = type ? nc_data_typed(base, type, (size_t)count_of(m, i), (size_t)cfg->dtype_iov_min_run, &cursors[i])
                          : nc_data_bytes(base);
     }
@@ -141,7 +144,7 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
     if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
         if (!total) lowest = 0;
         for (int i = 0; i < m->n; i++) offs[i] = lens[i] ? (size_t)(signed_offs[i] - lowest) : 0;
-        m->v = (nc_vec){m->user + lowest, lens, offs, NULL};
+        m->v = (nc_vec){address_at(m->user, lowest), lens, offs, NULL};
     } else {
         size_t at = 0;
         for (int i = 0; i < m->n; i++, at += lens[i - 1]) offs[i] = at;
