@@ -113,6 +113,7 @@ static int run_job(nc_job j, size_t bytes)
 
 void nc_par_copy(void *dst, const void *src, size_t bytes)
 {
+    if (!bytes) return; /* (an empty block's buffer may be NULL) */
     if (!leading) {
         memcpy(dst, src, bytes);
         return;
