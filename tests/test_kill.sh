@@ -8,11 +8,25 @@
 #   abort        the last rank calls MPI_Abort mid-loop
 #   sweep        /dev/shm/nodecoll.<dead pid>.0.0 must be removed by the next job, while
 #                /dev/shm/nodecoll.<live pid>.0.0 must stay
-# MPIEXEC_PREFLAGS (environment) goes before -np, e.g. --oversubscribe.
+#   report       (3 ranks) ranks enter calls late with NODECOLL_WAIT_REPORT=1: each waiting
+#                rank reports each late call exactly once, naming the call and the late
+#                rank, and the job ends normally
+#   dead-waiting the last rank is SIGKILLed while the others wait for it in a Bcast, and the
+#                launcher does not stop them: they must find it dead, name it and the call,
+#                and abort the job within a bounded time
+#   dead-loop    the same for rank 0 killed at any point of the loop of collectives
+# MPIEXEC_PREFLAGS (environment) goes before -np, e.g. --oversubscribe.  For the dead-*
+# scenarios MPIEXEC_KEEP_GOING holds the launcher's flags that keep a job running after a
+# rank dies, and KILL_TEST_DETACH=1 starts every rank in a session of its own (its stderr in
+# a file), out of reach of a launcher that stops the job anyway (MPICH 4.0's hydra does,
+# within 0.1-0.4 s, now and then, even with -disable-auto-cleanup).
 #
 # Only names carrying the pid of one of this job's ranks count (the segment name is
 # /nodecoll.<creator pid>.<counter>.<hex>), so other jobs on the machine cannot disturb it.
 set -u
+if [[ $1 == --detached ]]; then # a rank of KILL_TEST_DETACH=1: --detached DIR WORKER ARGS...
+  exec setsid -f -w bash -c 'exec "$1" "${@:2}" 2>>"$0/err.$$"' "${@:2}"
+fi
 mpiexec=$1 worker=$2 np=$3 scenario=$4
 work=$(mktemp -d)
 job=0 fake_dead="" fake_live=""
@@ -35,12 +49,21 @@ fail() { echo "FAIL: $*"; failed=1; }
 failed=0
 
 # Starts the worker as its own process group (so it can be killed as a whole).
-start_job() { # mode
+start_job() { # mode [launcher flags...]
   : >"$work/out"
   : >"$work/err"
-  setsid "$mpiexec" ${MPIEXEC_PREFLAGS:-} -np "$np" "$worker" "$1" >>"$work/out" 2>>"$work/err" &
+  local mode=$1 rank=("$worker")
+  shift
+  [[ ${KILL_TEST_DETACH:-0} == 1 && $scenario == dead-* ]] && rank=(bash "$0" --detached "$work" "$worker")
+  setsid "$mpiexec" ${MPIEXEC_PREFLAGS:-} "$@" -np "$np" "${rank[@]}" "$mode" >>"$work/out" 2>>"$work/err" &
   job=$!
 }
+
+# What the job wrote to stderr, the launcher's and detached ranks' files together.
+job_stderr() { cat "$work/err" "$work"/err.* 2>/dev/null; }
+
+# A process that has not exited (a zombie nobody reaps has).
+running() { [[ $(sed -E 's/.*\) (.).*/\1/' "/proc/$1/stat" 2>/dev/null) =~ ^[^ZX]$ ]]; }
 
 # Waits until every rank has printed "ready <rank> <pid>"; fills pids[].
 wait_ready() {
@@ -54,12 +77,13 @@ wait_ready() {
   while read -r _ rank pid; do pids[rank]=$pid; done < <(grep '^ready ' "$work/out")
 }
 
-# Waits (bounded) for the launcher to end; returns its exit status in $status.
+# Waits (bounded: 30 s, or $1) for the launcher to end; returns its exit status in $status.
 wait_job() {
-  local deadline=$((SECONDS + 30))
+  local limit=${1:-30}
+  local deadline=$((SECONDS + limit))
   while kill -0 "$job" 2>/dev/null; do
     if ((SECONDS > deadline)); then
-      fail "$mpiexec still running 30 s after the failure: killing it"
+      fail "$mpiexec still running $limit s after the failure: killing it"
       stop_job
       break
     fi
@@ -70,8 +94,8 @@ wait_job() {
   # No rank may outlive its launcher.
   local pid
   for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then fail "rank pid $pid outlived the job"; kill -9 "$pid"; fi
+    for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
+    if running "$pid"; then fail "rank pid $pid outlived the job"; kill -9 "$pid"; fi
   done
 }
 
@@ -83,7 +107,43 @@ leftovers() { # names in /dev/shm of segments created by this job's ranks
 }
 
 show_output() {
-  echo "--- stdout"; cat "$work/out"; echo "--- stderr"; head -c 4000 "$work/err"
+  echo "--- stdout"; cat "$work/out"; echo "--- stderr"; job_stderr | head -c 4000
+}
+
+# report: rank $1's reports of call $2 (an MPI name and a call number) must be exactly one,
+# waiting for rank $3 ("" for none at all); rank $3 last entered $4.
+expect_report() { # rank "MPI_X (call N)" peer "MPI_Y (call M)"
+  local lines
+  lines=$(grep -F "nodecoll: rank $1 (pid ${pids[$1]}) has waited" "$work/err" | grep -F " in $2 for ")
+  if [[ -z $3 ]]; then
+    [[ -z $lines ]] || fail "rank $1 reported a wait in $2 although it waited for nobody: $lines"
+    return
+  fi
+  local want="in $2 for rank $3 (node rank $3, pid ${pids[$3]}): its "
+  local n
+  n=$(grep -c . <<<"$lines")
+  [[ -n $lines ]] || n=0
+  ((n == 1)) || fail "rank $1 reported its wait in $2 $n times, not once"
+  grep -qF "$want" <<<"$lines" || fail "rank $1's report of $2 does not say \"$want\""
+  grep -qF "; rank $3 last entered $4" <<<"$lines" || fail "rank $1's report of $2 does not say rank $3 last entered $4"
+}
+
+# dead-*: the victim is named by its pid with the call, and every process named dead is
+# dead: the victim, or a rank that aborted itself on finding a dead rank (a wait on it may
+# see that before the launcher has stopped the job).  Ranks are told apart by pid: a
+# message numbers them on the communicator of its call (test_kill reverses one).
+expect_death_found() { # victim "MPI_X (call N)" or ""
+  local victim=${pids[$1]} call=$2 line named aborted=" "
+  local said="pid $victim) has died ("
+  job_stderr | grep -qF "$said" || fail "no rank said: ... (..., $said..."
+  [[ -z $call ]] || job_stderr | grep -F "$said" | grep -qF " for it in $call: " ||
+    fail "no rank found pid $victim dead in $call"
+  while read -r line; do
+    aborted+="$(sed -E 's/.* while rank [0-9]+ \(pid ([0-9]+)\) .*/\1/' <<<"$line") "
+  done < <(job_stderr | grep -F "; aborting the job")
+  while read -r named; do
+    [[ $named == "$victim" || $aborted == *" $named "* ]] || fail "pid $named was named dead, but lived"
+  done < <(job_stderr | grep -F " has died (" | sed -E 's/^nodecoll: rank .* pid ([0-9]+)\) has died .*/\1/')
 }
 
 case $scenario in
@@ -127,6 +187,46 @@ sweep)
   [[ -e $fake_dead ]] && fail "$fake_dead (dead creator) was not swept"
   [[ -e $fake_live ]] || fail "$fake_live (live creator) was removed"
   while read -r _ rank pid; do pids[rank]=$pid; done < <(grep '^ready ' "$work/out")
+  left=$(leftovers)
+  [[ -z $left ]] || fail "left in /dev/shm by the job:" $left
+  ;;
+report)
+  export NODECOLL_WAIT_REPORT=1 NODECOLL_BARRIER_ALG=dissemination # (test_kill.c: who waits for whom)
+  start_job late
+  pids=()
+  wait_job
+  while read -r _ rank pid; do pids[rank]=$pid; done < <(grep '^ready ' "$work/out")
+  ((status == 0)) || fail "the job failed (status $status)"
+  (($(grep -c '^done ' "$work/out") == np)) || fail "not every rank finished its calls"
+  # Call 3, Bcast from rank 2, which is late: ranks 0 and 1 wait for it.
+  expect_report 0 "MPI_Bcast (call 3)" 2 "MPI_Allreduce (call 2)"
+  expect_report 1 "MPI_Bcast (call 3)" 2 "MPI_Allreduce (call 2)"
+  expect_report 2 "MPI_Bcast (call 3)" ""
+  # Call 5, a one-step dissemination Barrier; rank 2 comes 1.5 s late, rank 1 3 s: rank 0
+  # waits for rank 2, then 1.5 s more for rank 1 (same call: no second report), rank 2
+  # waits for rank 1, rank 1 for nobody.
+  expect_report 0 "MPI_Barrier (call 5)" 2 "MPI_Barrier (call 4)"
+  expect_report 2 "MPI_Barrier (call 5)" 1 "MPI_Barrier (call 4)"
+  expect_report 1 "MPI_Barrier (call 5)" ""
+  reports=$(grep -c "has waited" "$work/err")
+  ((reports == 4)) || fail "$reports reports, not 4"
+  ;;
+dead-waiting | dead-loop)
+  victim=$((np - 1)) mode=hang
+  [[ $scenario == dead-loop ]] && victim=0 mode=loop
+  # shellcheck disable=SC2086
+  start_job $mode ${MPIEXEC_KEEP_GOING:-}
+  wait_ready || { show_output; exit 1; }
+  sleep 0.6 # the others wait (hang: past the first liveness checks, which must not fire)
+  echo "killing rank $victim (pid ${pids[victim]}) of pids ${pids[*]}"
+  kill -9 "${pids[victim]}"
+  killed_at=$SECONDS
+  wait_job 10
+  echo "$mpiexec ended with status $status, $((SECONDS - killed_at)) s after the kill"
+  job_stderr | grep -q "never stopped" && fail "a rank ran out its 30 s: the failure did not stop the job"
+  call=""
+  [[ $scenario == dead-waiting ]] && call="MPI_Bcast (call 3)"
+  expect_death_found "$victim" "$call"
   left=$(leftovers)
   [[ -z $left ]] || fail "left in /dev/shm by the job:" $left
   ;;

@@ -9,17 +9,32 @@
  * with comm rank 0's record in their `verdict` line, which their members wait for. */
 #include "check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/fatal.h"
 
+_Static_assert(NC_COLL_COUNT <= NC_ENTERED_COLLS, "a collective id must fit the entered line's low bits");
+
 void nc_call_enter(nc_comm *c, nc_call_record *rec)
 {
     rec->call = ++c->calls;
     nc_flag *entered = &nc_node_ctl(&c->node, c->node.rank)->entered;
-    atomic_store_explicit(&entered->aux[0], (uint64_t)rec->coll, memory_order_relaxed);
+    atomic_store_explicit(&entered->aux[0], rec->call * NC_ENTERED_COLLS + (uint64_t)rec->coll, memory_order_relaxed);
     nc_flag_post(entered, rec->call);
+}
+
+nc_entered nc_call_entered(const nc_node *n, int node_rank)
+{
+    uint64_t word = atomic_load_explicit(&nc_node_ctl(n, node_rank)->entered.aux[0], memory_order_relaxed);
+    return (nc_entered){word / NC_ENTERED_COLLS, (nc_coll_id)(word % NC_ENTERED_COLLS)};
+}
+
+void nc_call_name(nc_coll_id coll, char *out, size_t size)
+{
+    const char *name = nc_coll_name(coll);
+    snprintf(out, size, "MPI_%c%s", name[0] - 'a' + 'A', name + 1);
 }
 
 int nc_call_records_agree(const nc_call_record *a, const nc_call_record *b)

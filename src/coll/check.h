@@ -5,6 +5,7 @@
 #ifndef NC_CHECK_H
 #define NC_CHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "comm.h"
@@ -26,6 +27,19 @@ typedef struct nc_call_record {
 
 /* Numbers the call and records it as the one this rank has entered. */
 void nc_call_enter(nc_comm *c, nc_call_record *rec);
+
+/* The call a node rank entered last (call 0: none yet), read from its `entered` line, whose
+ * aux[0] holds number and collective in one word (call * NC_ENTERED_COLLS + coll) so that a
+ * reader never pairs one call's number with another's collective. */
+#define NC_ENTERED_COLLS 256
+typedef struct nc_entered {
+    uint64_t call;
+    nc_coll_id coll;
+} nc_entered;
+nc_entered nc_call_entered(const nc_node *n, int node_rank);
+
+/* "MPI_Reduce_scatter_block" for NC_COLL_REDUCE_SCATTER_BLOCK. */
+void nc_call_name(nc_coll_id coll, char *out, size_t size);
 
 /* Whether two ranks' accounts describe the same call. */
 int nc_call_records_agree(const nc_call_record *a, const nc_call_record *b);

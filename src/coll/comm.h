@@ -53,6 +53,14 @@ typedef struct nc_bridge {
                          int window);
 } nc_bridge;
 
+/* Long waits on the node's flags (coll/watch.h): the hook the node's wait policy points to,
+ * and what it needs to report a wait or judge the awaited rank dead. */
+typedef struct nc_watch {
+    nc_wait_watch hook;       /* first member: nc_wait_watch callbacks find the nc_comm from it */
+    uint64_t reported_call;   /* the last call a wait was reported in */
+    unsigned char *watchable; /* per node rank: its liveness can be judged from this process */
+    void (*abort_job)(void);  /* the adapter's: stops every rank of the job */
+} nc_watch;
 
 typedef struct nc_comm {
     int size, rank;
@@ -66,6 +74,7 @@ typedef struct nc_comm {
     nc_config cfg;     /* comm rank 0's settings, adopted by every rank */
     atomic_int truncated; /* this call brought this rank more bytes than its arguments hold */
     uint64_t calls;       /* calls entered on this communicator (coll/check.h) */
+    nc_watch watch;       /* consulted by long waits on the node's flags (coll/watch.h) */
 } nc_comm;
 
 /* A collective's result when this rank was sent more than its arguments let it receive (the

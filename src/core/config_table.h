@@ -131,5 +131,15 @@
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
     "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
   X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \
-    "Sleep between polls once spinning and yielding found nothing, in microseconds.")
+    "Sleep between polls once spinning and yielding found nothing, in microseconds.") \
+  X(wait_report,         INT,  0,        0, 86400,    NULL, \
+    "Debugging hangs: a rank that has waited this many seconds for one flag of a collective prints one line " \
+    "per call saying what it waits for (its call and call number, the rank, node rank and pid that owns the " \
+    "flag, the flag's name, value and the value it needs, and the call that rank entered last), then goes on " \
+    "waiting (0: never).") \
+  X(peer_check,          BOOL, 1,        0, 1,        NULL, \
+    "Every 200 ms of a wait that has lasted 200 ms, check that the rank it waits for still lives (its pid, " \
+    "start time and pid namespace, read from /proc); when it has died (killed, crashed: not MPI_Abort), " \
+    "print one line naming it and the call, and abort the job with MPI_Abort on MPI_COMM_WORLD instead " \
+    "of waiting forever.  Ranks whose /proc shows no such process at setup are never judged.")
 /* clang-format on */

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -30,6 +31,42 @@ size_t nc_segment_mapped_bytes(void) { return atomic_load(&mapped_bytes); }
 static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* The flags of a control page, single or in arrays (count flags `stride` bytes apart). */
+#define NC_CTL_FLAG(field, name) {offsetof(nc_rank_ctl, field), 1, 0, name}
+#define NC_CTL_FLAGS(field, count, stride, name) {offsetof(nc_rank_ctl, field), count, stride, name}
+static const struct ctl_flag {
+    size_t offset;
+    int count;
+    size_t stride;
+    const char *name;
+} ctl_flags[] = {
+    NC_CTL_FLAG(fanin, "fanin"), NC_CTL_FLAG(fanout, "fanout"), NC_CTL_FLAG(dissem, "dissemination"),
+    NC_CTL_FLAG(pub, "pub"), NC_CTL_FLAG(cons, "cons"), NC_CTL_FLAG(ready, "ready"), NC_CTL_FLAG(push, "push"),
+    NC_CTL_FLAG(info, "info"), NC_CTL_FLAGS(inline_frags, NC_INLINE_SLOTS, sizeof(nc_flag), "inline fragment"),
+    NC_CTL_FLAG(move_pub, "move_pub"), NC_CTL_FLAG(move_done, "move_done"),
+    NC_CTL_FLAGS(shared[0].state, NC_SHARED_SLOTS, sizeof(nc_shared_flags), "node-shared state"),
+    NC_CTL_FLAGS(shared[0].ready, NC_SHARED_SLOTS, sizeof(nc_shared_flags), "node-shared ready"),
+    NC_CTL_FLAGS(shared[0].chain, NC_SHARED_SLOTS, sizeof(nc_shared_flags), "node-shared chain"),
+    NC_CTL_FLAG(entered, "entered"), NC_CTL_FLAGS(check, 2, sizeof(nc_flag), "check"),
+    NC_CTL_FLAG(verdict, "verdict"),
+};
+
+nc_flag_owner nc_segment_flag_owner(void *base, const nc_layout *l, const nc_flag *f)
+{
+    nc_flag_owner none = {-1, "unknown", -1};
+    const char *first = (const char *)nc_segment_ctl(base, l, 0), *at = (const char *)f;
+    if (at < first || at >= (const char *)base + l->total) return none;
+    size_t rel = (size_t)(at - first), in_page = rel % l->rank_stride;
+    for (size_t i = 0; i < sizeof ctl_flags / sizeof ctl_flags[0]; i++) {
+        const struct ctl_flag *c = &ctl_flags[i];
+        if (in_page < c->offset) continue;
+        size_t k = c->count > 1 ? (in_page - c->offset) / c->stride : 0; /* (sets interleave) */
+        if (k >= (size_t)c->count || in_page - c->offset - k * c->stride >= sizeof(nc_flag)) continue;
+        return (nc_flag_owner){(int)(rel / l->rank_stride), c->name, c->count > 1 ? (int)k : -1};
+    }
+    return none;
+}
 
 nc_layout nc_layout_make(int nranks, size_t seg_size, int nseg, size_t move_bytes)
 {

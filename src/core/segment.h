@@ -14,8 +14,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
+#include "alive.h"
 #include "wait.h"
 
 #define NC_SEGMENT_NAME_MAX 64
@@ -41,15 +43,36 @@ typedef struct nc_rank_ctl {
     nc_flag cons;   /* pipeline fragments this rank is done with */
     nc_flag ready;  /* receive buffer of the call starting at fragment seq-1 is at aux[0] */
     nc_flag push;   /* fragments this rank has written into its children's buffers */
-    nc_flag info;   /* written once at setup: aux[0] pid, aux[1] address of a probe word */
+    nc_flag info;   /* written once at setup: nc_rank_info (pid, liveness, single-copy probe) */
     nc_flag inline_frags[NC_INLINE_SLOTS]; /* fragments small enough to ride in the flag */
     nc_flag move_pub;  /* data-movement round published (aux: buffer, flags, bytes; see coll/move.h) */
     nc_flag move_done; /* data-movement round whose reads this rank has finished */
     nc_shared_flags shared[NC_SHARED_SLOTS]; /* one set per live node-shared handle */
-    nc_flag entered;  /* the call this rank entered last: seq its number, aux[0] its collective */
+    nc_flag entered;  /* the call this rank entered last: seq its number, aux[0] number and collective (coll/check.h) */
     nc_flag check[2]; /* NODECOLL_CHECK: my account of call seq (slot seq % 2), in data */
     nc_flag verdict;  /* NODECOLL_CHECK across nodes, a leader's: call seq's verdict, in data */
 } nc_rank_ctl;
+
+/* What a rank writes into its `info` line once at setup, before the agreement that follows
+ * mapping (which every reader passes before reading it). */
+typedef struct nc_rank_info {
+    nc_proc_id proc;     /* pid, and who it is to /proc: for peers' liveness checks */
+    uint64_t probe_addr; /* a word of my memory and its value: the single-copy test */
+    uint64_t probe_word;
+} nc_rank_info;
+
+static inline void nc_rank_info_publish(nc_rank_ctl *ctl, const nc_rank_info *info)
+{
+    _Static_assert(sizeof(nc_rank_info) <= sizeof ctl->info.data, "nc_rank_info must fit its line");
+    memcpy(ctl->info.data, info, sizeof *info);
+}
+
+static inline nc_rank_info nc_rank_info_read(const nc_rank_ctl *ctl)
+{
+    nc_rank_info info;
+    memcpy(&info, (const void *)ctl->info.data, sizeof info);
+    return info;
+}
 
 typedef struct nc_layout {
     int nranks;
@@ -90,6 +113,16 @@ static inline char *nc_segment_move_area(void *base, const nc_layout *l, int ran
 {
     return (char *)nc_segment_ctl(base, l, rank) + l->ctl_bytes + (size_t)l->nseg * l->seg_size;
 }
+
+/* A flag of the segment by owner and name: which rank's control page holds it, its field
+ * there ("fanin", "inline fragment", ...) and its index in an array of flags (-1: a single
+ * flag).  rank is -1 when f is no flag of the segment. */
+typedef struct nc_flag_owner {
+    int rank;
+    const char *name;
+    int index;
+} nc_flag_owner;
+nc_flag_owner nc_segment_flag_owner(void *base, const nc_layout *l, const nc_flag *f);
 
 /* Bytes of shared memory this process has mapped for segments and regions (for NODECOLL_SHM_CAP). */
 size_t nc_segment_mapped_bytes(void);

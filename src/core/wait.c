@@ -1,6 +1,7 @@
 #include "wait.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <time.h>
 
 /* Threads of this process spinning right now: beyond the policy's share of the cores the
@@ -19,17 +20,58 @@ static int spin_a_while(const nc_flag *f, uint64_t target, const nc_wait_policy 
     return seen;
 }
 
+/* A watched wait's clock: started at its first look (after the first yield, so a wait that
+ * ends there never reads it), and when report and check are due, in ns since that start. */
+typedef struct watch_clock {
+    int64_t start, report_at, check_at;
+} watch_clock;
+
+/* Polls of the yield phase between looks at the clock: a look (~30 ns) against 16 yields
+ * (~0.7 us each on the development machine when nothing else runs) costs 0.3%; each
+ * sleeping poll looks. */
+#define NC_WATCH_YIELDS_PER_LOOK 16
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void watch_look(nc_wait_watch *w, const nc_flag *f, uint64_t target, watch_clock *clk)
+{
+    int64_t now = now_ns();
+    if (!clk->start) {
+        clk->start = now;
+        clk->report_at = w->report_ns > 0 ? w->report_ns : INT64_MAX;
+        clk->check_at = w->check_ns > 0 ? w->check_ns : INT64_MAX;
+        return;
+    }
+    int64_t waited = now - clk->start;
+    if (waited >= clk->report_at) {
+        clk->report_at = INT64_MAX;
+        w->report(w, f, target, waited);
+    }
+    if (waited >= clk->check_at) {
+        clk->check_at = waited + w->check_ns;
+        w->check(w, f, target, waited);
+    }
+}
+
 void nc_wait_slow(const nc_flag *f, uint64_t target, const nc_wait_policy *p)
 {
     if (p->spin && spin_a_while(f, target, p)) return;
+    watch_clock clk = {0};
     for (long y = 0;; y++) {
-        if (p->yields == 0 || y < p->yields) {
+        int sleeping = p->yields && y >= p->yields;
+        if (!sleeping) {
             sched_yield();
         } else {
             struct timespec ts = {0, (long)p->sleep_us * 1000L};
             nanosleep(&ts, NULL);
         }
         if (nc_flag_read(f) >= target) return;
+        if (p->watch && (sleeping || y % NC_WATCH_YIELDS_PER_LOOK == 0)) watch_look(p->watch, f, target, &clk);
     }
 }
 
@@ -40,5 +82,6 @@ nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_u
     p.yields = (int)yields;
     p.sleep_us = (int)sleep_us;
     p.spinners = 1;
+    p.watch = NULL;
     return p;
 }

@@ -24,11 +24,23 @@ typedef struct nc_flag {
     };
 } nc_flag;
 
+/* What a long wait consults, set up by the layer that knows what the flags mean (the
+ * waits of a node's segment have one; a thread team's have none).  Only the yield and sleep
+ * phases look at the clock, every few polls: the spin and the fast path never do. */
+typedef struct nc_wait_watch nc_wait_watch;
+struct nc_wait_watch {
+    int64_t report_ns; /* a wait this long calls report, once (0: never) */
+    int64_t check_ns;  /* a wait this long calls check, and again each check_ns (0: never) */
+    void (*report)(nc_wait_watch *w, const nc_flag *f, uint64_t target, int64_t waited_ns);
+    void (*check)(nc_wait_watch *w, const nc_flag *f, uint64_t target, int64_t waited_ns);
+};
+
 typedef struct nc_wait_policy {
     int spin;     /* polls before the first yield */
     int yields;   /* yields before sleeping; 0 = never sleep */
     int sleep_us; /* sleep between polls after that */
     int spinners; /* threads of the process that may spin at once (its share of the cores) */
+    nc_wait_watch *watch; /* NULL: nothing is timed */
 } nc_wait_policy;
 
 static inline void nc_cpu_relax(void)
@@ -60,7 +72,8 @@ static inline void nc_wait_ge(const nc_flag *f, uint64_t target, const nc_wait_p
     nc_wait_slow(f, target, p);
 }
 
-/* Resolves the policy from the settings: spin < 0 means auto (depends on oversubscription). */
+/* Resolves the policy from the settings: spin < 0 means auto (depends on oversubscription).
+ * It has no watch. */
 nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_us, int oversubscribed);
 
 #endif

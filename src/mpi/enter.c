@@ -7,19 +7,12 @@
 #include "errors.h"
 #include "state.h"
 
-/* "MPI_Reduce_scatter_block" from "reduce_scatter_block". */
-static void mpi_name(nc_coll_id coll, char *out, size_t size)
-{
-    const char *name = nc_coll_name(coll);
-    snprintf(out, size, "MPI_%c%s", name[0] - 'a' + 'A', name + 1);
-}
-
 /* "MPI_Reduce(root 0, MPI_SUM, 4096 B)", with the host MPI's part when nodecoll hands the call on. */
 static void describe_call(const nc_call_record *r, char *out, size_t size)
 {
     char name[64];
     int at;
-    mpi_name((nc_coll_id)r->coll, name, sizeof name);
+    nc_call_name((nc_coll_id)r->coll, name, sizeof name);
     at = snprintf(out, size, "%s(", name);
     const char *sep = "";
     if (r->root != NC_CALL_NONE) at += snprintf(out + at, size - (size_t)at, "root %d", r->root), sep = ", ";

@@ -12,6 +12,7 @@
 #include "../core/fatal.h"
 #include "../core/segment.h"
 #include "../coll/move.h"
+#include "../coll/watch.h"
 #include <sys/mman.h>
 
 static int comm_keyval = MPI_KEYVAL_INVALID;
@@ -377,12 +378,12 @@ static int probe_single_copy(nc_node *n)
 {
     uint64_t got;
     for (int r = 0; r < n->size; r++) {
-        const nc_rank_ctl *peer = nc_node_ctl(n, r);
-        pid_t pid = (pid_t)atomic_load(&peer->info.aux[0]);
-        const void *where = (const void *)(uintptr_t)atomic_load(&peer->info.aux[1]);
+        nc_rank_info peer = nc_rank_info_read(nc_node_ctl(n, r));
+        pid_t pid = (pid_t)peer.proc.pid;
         n->pids[r] = pid;
         if (r == n->rank) continue;
-        if (nc_cma_read(pid, where, &got, sizeof got) || got != atomic_load(&peer->info.aux[2])) return 0;
+        if (nc_cma_read(pid, (const void *)(uintptr_t)peer.probe_addr, &got, sizeof got) || got != peer.probe_word)
+            return 0;
     }
     return 1;
 }
@@ -414,6 +415,13 @@ static int map_private_node(nc_mpi_comm *s)
     return 1;
 }
 
+/* What a rank does when a rank it waits for has died (coll/watch.h): MPI_Abort on the
+ * world, since one dead rank dooms every communicator of the job.  Both launchers end the
+ * whole job on MPI_Abort even when told to keep it going after a rank dies (Open MPI's
+ * --enable-recovery, MPICH's -disable-auto-cleanup), where this rank's own exit would be
+ * one more failed process and the ranks of other nodes would wait on. */
+static void abort_job(void) { PMPI_Abort(MPI_COMM_WORLD, 1); }
+
 /* Maps the node's segment: the leader creates it, everyone reserves and first-touches its
  * own part, and the name is unlinked as soon as all have mapped it, so no exit path (even
  * SIGKILL) can leave it behind.  Returns 1 if the whole node succeeded. */
@@ -439,11 +447,9 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (ok) ok = nc_segment_claim(fd, n->base, &n->layout, n->rank) == 0;
     if (fd >= 0) close(fd);
     if (ok) {
-        nc_rank_ctl *me = nc_node_ctl(n, n->rank);
         pthread_once(&probe_once, set_probe_word);
-        atomic_store(&me->info.aux[0], (uint64_t)getpid());
-        atomic_store(&me->info.aux[1], (uint64_t)(uintptr_t)&probe_word);
-        atomic_store(&me->info.aux[2], probe_word);
+        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word};
+        nc_rank_info_publish(nc_node_ctl(n, n->rank), &me);
     }
     ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
     if (n->rank == 0 && name[0]) nc_segment_unlink(name);
@@ -457,6 +463,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
         cma_ok = probe_single_copy(n);
     }
     n->cma = all_agree(cma_ok, s->node_comm);
+    nc_watch_start(c, abort_job);
     return 1;
 }
 
@@ -494,6 +501,7 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
 static void release_resources(nc_mpi_comm *s)
 {
     nc_node *n = &s->coll.node;
+    nc_watch_stop(&s->coll);
     if (n->base && s->private_node) munmap(n->base, n->layout.total);
     else if (n->base) nc_segment_unmap(n->base, &n->layout);
     n->base = NULL;
