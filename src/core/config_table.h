@@ -17,7 +17,8 @@
     "Debugging: before every collective, verify that all ranks of the communicator entered the same call " \
     "(collective, root, op, total type-signature length, in the same order); on a mismatch each rank that " \
     "differs from rank 0 prints one line naming both calls, and every rank gets MPI_ERR_ARG through the " \
-    "communicator's error handler instead of a hang or corrupt data.  Costs a node synchronisation per call.") \
+    "communicator's error handler instead of a hang or corrupt data.  Costs a node synchronisation per call " \
+    "(about 0.15-0.3 us at 2 ranks).") \
   X(verbose,             INT,  0,        0, 2,        NULL, \
     "1: report why a communicator falls back to the host MPI; 2: also report setup details.") \
   X(ranks_per_node,      INT,  0,        0, 1048576,  NULL, \
