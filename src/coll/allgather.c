@@ -74,7 +74,7 @@ static int exchange_runs(nc_comm *c, const regions *g, int to, int send_first, i
     int ns = 0, nr = 0;
     add_run(sends, &ns, to, g, send_first, count);
     add_run(recvs, &nr, from, g, recv_first, count);
-    return c->bridge.exchange(c->bridge.ctx, sends, ns, recvs, nr);
+    return c->bridge.exchange(c->bridge.ctx, sends, ns, recvs, nr, NULL);
 }
 
 /* N-1 steps; in step s each node passes on the region it received in step s-1. */

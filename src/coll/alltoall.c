@@ -122,7 +122,7 @@ static int exchange_remote(nc_comm *c, const nc_vec *send, const nc_vec *recv)
         at += scratch ? len : 0;
     }
     int err = nsends || nrecvs ? c->bridge.comm_exchange(c->bridge.comm_ctx, sends, nsends, recvs, nrecvs,
-                                                         (int)c->cfg.alltoall_window)
+                                                         (int)c->cfg.alltoall_window, NULL)
                                : 0;
     for (int r = 0; scratch && !err && r < nrecvs; r++) nc_vec_unpack(recv, recvs[r].peer, recvs[r].buf, recvs[r].bytes);
     free(scratch);

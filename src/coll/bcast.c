@@ -307,7 +307,7 @@ static int bcast_across_nodes(nc_comm *c, nc_data *l, size_t bytes, int root)
     /* On the root's node the data flows node -> bridge, elsewhere bridge -> node. */
     if (my_node == root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, l, bytes, node_root), bytes);
     if (bridge_step) {
-        err = c->bridge.bcast(c->bridge.ctx, l->base, bytes, root_node);
+        err = c->bridge.bcast(c->bridge.ctx, l->base, bytes, root_node, NULL);
         nc_stats_count(NC_COLL_BCAST, NC_ALG_BRIDGE, bytes);
     }
     if (my_node != root_node && c->node.size > 1) nc_stats_count(NC_COLL_BCAST, nc_node_bcast(c, l, bytes, node_root), bytes);

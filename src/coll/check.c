@@ -86,7 +86,7 @@ typedef struct verdict {
 static int bridge_verdict(nc_comm *c, const node_summary *mine, verdict *v)
 {
     node_summary *all = nc_alloc_or_die(sizeof *all * (size_t)c->bridge.size);
-    int err = c->bridge.allgather(c->bridge.ctx, mine, all, sizeof *mine);
+    int err = c->bridge.allgather(c->bridge.ctx, mine, all, sizeof *mine, NULL);
     v->agree = !err;
     v->reference = err ? mine->leader : all[0].leader; /* (no rank blames itself for a failed bridge) */
     for (int k = 0; !err && k < c->bridge.size; k++)

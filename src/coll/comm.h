@@ -24,33 +24,47 @@ typedef struct nc_block {
     size_t offset, bytes;
 } nc_block;
 
-/* Inter-node steps among node leaders; each returns 0 or the host MPI's error code. */
+/* Host requests of a bridge step in flight; what they hold is the adapter's business. */
+typedef struct nc_bridge_req {
+    void *impl;
+} nc_bridge_req;
+
+/* Inter-node steps among node leaders (and on the whole communicator), through the host
+ * MPI.  Each takes a request last: NULL runs the host's blocking call and returns 0 or its
+ * error code; a request starts the host's nonblocking call(s), which `test` completes
+ * (1: complete, with the step's error code in *err; 0: not yet).  A started step must be
+ * tested to completion. */
 typedef struct nc_bridge {
     void *ctx;
     int size, rank; /* size 1 when everything is on one node; rank -1 on non-leaders */
-    int (*barrier)(void *ctx);
-    int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
+    int (*test)(void *ctx, nc_bridge_req *r, int *err);
+    int (*barrier)(void *ctx, nc_bridge_req *r);
+    int (*bcast)(void *ctx, void *buf, size_t bytes, int root, nc_bridge_req *r);
     /* Among the leaders with the call's op and datatype as the adapter describes them
-     * (r->host); Allreduce in place, Reduce's recv used at the bridge root only. */
-    int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *r);
-    int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
-    int (*exscan)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r);
+     * (red->host); Allreduce in place, Reduce's recv used at the bridge root only. */
+    int (*allreduce)(void *ctx, void *buf, size_t count, const nc_reduction *red, nc_bridge_req *r);
+    int (*reduce)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *red, int root,
+                  nc_bridge_req *r);
+    int (*exscan)(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *red, nc_bridge_req *r);
     /* Every leader's `bytes` in bridge rank order. */
-    int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes);
-    /* On the whole communicator (not only the leaders): every rank's `bytes` in rank order. */
-    void *comm_ctx;
-    int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes);
+    int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes, nc_bridge_req *r);
     /* Each leader holds in buf the blocks of its own node's ranks (blocks[r] for every comm
      * rank r with node_of[r] == its bridge rank); afterwards every leader's buf holds every
      * block.  Node blocks need not be contiguous (any placement of ranks on nodes). */
-    int (*allgather_blocks)(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks);
-    /* Point-to-point among leaders: posts every receive and send, then waits for all
-     * (any size: the adapter splits what MPI's int counts cannot carry). */
-    int (*exchange)(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs);
-    /* The same on the whole communicator (peers are comm ranks), with at most `window` sends
-     * in flight (0: all at once), posted in the order given. */
+    int (*allgather_blocks)(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks,
+                            nc_bridge_req *r);
+    /* Point-to-point among leaders: every receive and send posted (any size: the adapter
+     * splits what MPI's int counts cannot carry). */
+    int (*exchange)(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs,
+                    nc_bridge_req *r);
+    /* On the whole communicator (not only the leaders; peers are comm ranks): */
+    void *comm_ctx;
+    /* every rank's `bytes` in rank order; */
+    int (*comm_allgather)(void *comm_ctx, const void *send, void *recv, size_t bytes, nc_bridge_req *r);
+    /* point to point as `exchange`, with at most `window` sends in flight (0: all at once),
+     * posted in the order given. */
     int (*comm_exchange)(void *comm_ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs,
-                         int window);
+                         int window, nc_bridge_req *r);
 } nc_bridge;
 
 /* Long waits on the node's flags (coll/watch.h): the hook the node's wait policy points to,
@@ -75,6 +89,11 @@ typedef struct nc_comm {
     atomic_int truncated; /* this call brought this rank more bytes than its arguments hold */
     uint64_t calls;       /* calls entered on this communicator (coll/check.h) */
     nc_watch watch;       /* consulted by long waits on the node's flags (coll/watch.h) */
+    /* The engine's (engine.c): operations started here and not completed, in call order. */
+    struct nc_op *queue_head, *queue_tail;
+    _Atomic int queue_lock, queued;
+    int listed;                  /* on the engine's list of communicators with operations */
+    struct nc_comm *next_pending;
 } nc_comm;
 
 /* A collective's result when this rank was sent more than its arguments let it receive (the

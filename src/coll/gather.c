@@ -130,7 +130,7 @@ static int receive_node_regions(nc_comm *c, char *all, const nc_span *totals, in
     nc_xfer *recvs = nc_alloc_or_die(sizeof(nc_xfer) * (size_t)nodes);
     for (int k = 0; k < nodes; k++)
         if (k != root_node && totals[k].len) recvs[nrecv++] = (nc_xfer){k, all + totals[k].off, totals[k].len};
-    int err = c->bridge.exchange(c->bridge.ctx, NULL, 0, recvs, nrecv);
+    int err = c->bridge.exchange(c->bridge.ctx, NULL, 0, recvs, nrecv, NULL);
     free(recvs);
     return err;
 }
@@ -160,7 +160,7 @@ static int gather_across_nodes(nc_comm *c, const void *send, size_t send_bytes, 
         char *region = NULL;
         size_t bytes = nc_move_collect(c, seq, send, send_bytes, &region, 0);
         nc_xfer to_root = {root_node, region, bytes};
-        if (nc_comm_is_leader(c) && bytes) err = c->bridge.exchange(c->bridge.ctx, &to_root, 1, NULL, 0);
+        if (nc_comm_is_leader(c) && bytes) err = c->bridge.exchange(c->bridge.ctx, &to_root, 1, NULL, 0, NULL);
         free(region);
         return err;
     }
@@ -239,7 +239,7 @@ static int leader_forwards_regions(nc_comm *c, uint64_t seq, const nc_pub *p, in
         size_t bytes = nc_move_node_bytes(c, sorted, k);
         if (k != root_node && bytes) sends[nsend++] = (nc_xfer){k, all + nc_move_node_off(c, sorted, k), bytes};
     }
-    int err = c->bridge.exchange(c->bridge.ctx, sends, nsend, NULL, 0);
+    int err = c->bridge.exchange(c->bridge.ctx, sends, nsend, NULL, 0, NULL);
     free(sends);
     free(all);
     free(sorted);
@@ -288,7 +288,7 @@ static int scatter_to_other_node(nc_comm *c, uint64_t seq, nc_data *recv, size_t
     nc_move_done(n, seq);
     char *region = nc_alloc_or_die(total);
     nc_xfer from_root = {c->node_of[root], region, total};
-    if (total) err = c->bridge.exchange(c->bridge.ctx, NULL, 0, &from_root, 1);
+    if (total) err = c->bridge.exchange(c->bridge.ctx, NULL, 0, &from_root, 1, NULL);
     uint64_t seq2 = nc_move_round(n);
     char *slot;
     nc_span *table = nc_move_claim(c, &slot);

@@ -498,7 +498,7 @@ static int ordered(nc_comm *c, const char *send, char *recv, size_t count, const
     int err = 0, last = kind == ORDERED_EXSCAN ? c->rank - 1 : c->rank;
     for (size_t e = 0; e < count && !err; e += chunk) {
         size_t cnt = min_size(chunk, count - e), off = e * es, len = cnt * es;
-        err = c->bridge.comm_allgather(c->bridge.comm_ctx, send + off, all, len);
+        err = c->bridge.comm_allgather(c->bridge.comm_ctx, send + off, all, len, NULL);
         if (err) break;
         if (kind == ORDERED_REDUCE && (root < 0 || root == c->rank)) {
             copy_bytes(recv + off, all + (size_t)(c->size - 1) * len, len);
@@ -584,7 +584,7 @@ static int hierarchical_allreduce(nc_comm *c, nc_coll_id coll, const char *send,
     int err = 0;
     nc_alg_id alg = node_reduce(c, coll, send, recv, count, r, 0);
     if (nc_comm_is_leader(c)) {
-        err = c->bridge.allreduce(c->bridge.ctx, recv, count, r);
+        err = c->bridge.allreduce(c->bridge.ctx, recv, count, r, NULL);
         nc_stats_count(coll, NC_ALG_BRIDGE, count * r->elem_size);
     }
     if (c->node.size > 1) nc_node_bcast_bytes(c, recv, count * r->elem_size, 0);
@@ -603,7 +603,7 @@ static int hierarchical_reduce(nc_comm *c, const char *send, char *recv, size_t 
     char *result = !leader ? NULL : c->rank == root ? recv : partial + bytes;
     nc_alg_id alg = node_reduce(c, NC_COLL_REDUCE, send, partial, count, r, 0);
     if (leader) {
-        err = c->bridge.reduce(c->bridge.ctx, partial, on_root_node ? result : NULL, count, r, c->node_of[root]);
+        err = c->bridge.reduce(c->bridge.ctx, partial, on_root_node ? result : NULL, count, r, c->node_of[root], NULL);
         nc_stats_count(NC_COLL_REDUCE, NC_ALG_BRIDGE, bytes);
     }
     if (on_root_node && root_node_rank != 0) node_forward(c, 0, root_node_rank, result, recv, bytes);
@@ -683,7 +683,7 @@ static int hierarchical_scan(nc_comm *c, const char *send, char *recv, size_t co
     }
     if (n->size > 1) node_forward(c, n->size - 1, 0, total, total, bytes);
     if (nc_comm_is_leader(c)) {
-        err = c->bridge.exscan(c->bridge.ctx, total, offset, count, r);
+        err = c->bridge.exscan(c->bridge.ctx, total, offset, count, r, NULL);
         nc_stats_count(exclusive ? NC_COLL_EXSCAN : NC_COLL_SCAN, NC_ALG_BRIDGE, bytes);
     }
     if (c->node_of[c->rank] == 0) return err; /* the first node's prefixes are already global */

@@ -169,7 +169,7 @@ int nc_shared_bcast(nc_shared *h, const void *src, size_t bytes, int root, int *
     if (c->node.rank == writer) {
         make_writable(h, k);
         if (!on_root_node) {
-            err = c->bridge.bcast(c->bridge.ctx, h->data, bytes, c->node_of[root]);
+            err = c->bridge.bcast(c->bridge.ctx, h->data, bytes, c->node_of[root], NULL);
             nc_stats_count(NC_COLL_BCAST, NC_ALG_BRIDGE, bytes);
         } else if (src) {
             memcpy(h->data, src, bytes);
@@ -182,7 +182,7 @@ int nc_shared_bcast(nc_shared *h, const void *src, size_t bytes, int root, int *
         *mismatch = news.check != bytes || news.check2 != (uint64_t)root;
     }
     if (bridge && on_root_node) {
-        err = c->bridge.bcast(c->bridge.ctx, h->data, bytes, c->node_of[root]);
+        err = c->bridge.bcast(c->bridge.ctx, h->data, bytes, c->node_of[root], NULL);
         nc_stats_count(NC_COLL_BCAST, NC_ALG_BRIDGE, bytes);
     }
     end_call(h);
@@ -218,7 +218,7 @@ int nc_shared_allgather(nc_shared *h, nc_coll_id coll, const void *src, const nc
     if (!nc_comm_multinode(c) || nc_comm_is_leader(c)) *mismatch = node_arguments_differ(h, k, signature);
     if (nc_comm_multinode(c)) {
         if (nc_comm_is_leader(c)) {
-            err = c->bridge.allgather_blocks(c->bridge.ctx, h->data, blocks, c->node_of, c->size);
+            err = c->bridge.allgather_blocks(c->bridge.ctx, h->data, blocks, c->node_of, c->size, NULL);
             nc_stats_count(coll, NC_ALG_BRIDGE, 0);
         }
         err = share_leader_outcome(h, k, mismatch, err);
@@ -314,7 +314,7 @@ int nc_shared_allreduce(nc_shared *h, const void *src, size_t count, size_t tail
     }
     if (nc_comm_multinode(c)) {
         if (nc_comm_is_leader(c)) {
-            err = c->bridge.allreduce(c->bridge.ctx, h->data, count, r);
+            err = c->bridge.allreduce(c->bridge.ctx, h->data, count, r, NULL);
             nc_stats_count(NC_COLL_ALLREDUCE, NC_ALG_BRIDGE, count * r->elem_size);
         }
         err = share_leader_outcome(h, k, mismatch, err);

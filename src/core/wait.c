@@ -71,6 +71,10 @@ void nc_wait_slow(const nc_flag *f, uint64_t target, const nc_wait_policy *p)
             nanosleep(&ts, NULL);
         }
         if (nc_flag_read(f) >= target) return;
+        if (p->idle) {
+            p->idle(NULL);
+            if (nc_flag_read(f) >= target) return;
+        }
         if (p->watch && (sleeping || y % NC_WATCH_YIELDS_PER_LOOK == 0)) watch_look(p->watch, f, target, &clk);
     }
 }
@@ -83,5 +87,6 @@ nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_u
     p.sleep_us = (int)sleep_us;
     p.spinners = 1;
     p.watch = NULL;
+    p.idle = NULL;
     return p;
 }

@@ -41,6 +41,7 @@ typedef struct nc_wait_policy {
     int sleep_us; /* sleep between polls after that */
     int spinners; /* threads of the process that may spin at once (its share of the cores) */
     nc_wait_watch *watch; /* NULL: nothing is timed */
+    void (*idle)(void *); /* while yielding or sleeping: other work of the process (NULL: none) */
 } nc_wait_policy;
 
 static inline void nc_cpu_relax(void)

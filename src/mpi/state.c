@@ -1,5 +1,7 @@
 #include "state.h"
 
+#include "bridge.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -87,217 +89,6 @@ static void say(const nc_config *cfg, int level, MPI_Comm comm, const char *what
     fprintf(stderr, "nodecoll[%d]: %s\n", rank, what);
 }
 
-/* ---- bridge callbacks: inter-node steps through the host MPI ------------------------- */
-
-static int bridge_barrier(void *ctx) { return PMPI_Barrier(*(MPI_Comm *)ctx); }
-
-static int bridge_bcast(void *ctx, void *buf, size_t bytes, int root)
-{
-    /* MPI counts are ints: move more than 2 GiB in pieces. */
-    const size_t piece = (size_t)1 << 30;
-    for (size_t off = 0; off < bytes; off += piece) {
-        size_t len = bytes - off < piece ? bytes - off : piece;
-        int err = PMPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, *(MPI_Comm *)ctx);
-        if (err != MPI_SUCCESS) return err;
-    }
-    return MPI_SUCCESS;
-}
-
-/* Tag of bridge exchanges: the bridge communicator is private, so any fixed tag is ours. */
-#define NC_BRIDGE_TAG 0x6e63
-
-/* MPI counts are ints: a message of any size travels as pieces of at most 1 GiB (both
- * sides cut it the same way, and MPI keeps messages of one pair and tag in order). */
-static int pieces_of(size_t bytes) { return (int)((bytes + ((size_t)1 << 30) - 1) >> 30); }
-
-static int post_pieces(const nc_xfer *x, int n, int send, MPI_Comm comm, MPI_Request *req, int *nreq)
-{
-    const size_t piece = (size_t)1 << 30;
-    for (int i = 0; i < n; i++)
-        for (size_t off = 0; off < x[i].bytes; off += piece) {
-            int len = (int)(x[i].bytes - off < piece ? x[i].bytes - off : piece);
-            char *at = (char *)x[i].buf + off;
-            int err = send ? PMPI_Isend(at, len, MPI_BYTE, x[i].peer, NC_BRIDGE_TAG, comm, &req[(*nreq)++])
-                           : PMPI_Irecv(at, len, MPI_BYTE, x[i].peer, NC_BRIDGE_TAG, comm, &req[(*nreq)++]);
-            if (err != MPI_SUCCESS) return err;
-        }
-    return MPI_SUCCESS;
-}
-
-/* Every receive is posted before the first send, so any number of sends may wait in
- * flight without deadlock; `window` bounds how many do (0: no bound), in the order given. */
-static int exchange_on(MPI_Comm comm, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs, int window)
-{
-    int nrecv_pieces = 0, nsend_pieces = 0, nreq = 0;
-    for (int i = 0; i < nsends; i++) nsend_pieces += pieces_of(sends[i].bytes);
-    for (int i = 0; i < nrecvs; i++) nrecv_pieces += pieces_of(recvs[i].bytes);
-    int total = nrecv_pieces + nsend_pieces;
-    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(total ? total : 1));
-    if (!req) nc_fatal("out of memory for %d point-to-point requests", total);
-    int err = post_pieces(recvs, nrecvs, 0, comm, req, &nreq);
-    int first_send = nreq, oldest = nreq;
-    for (int i = 0; i < nsends && err == MPI_SUCCESS; i++) {
-        while (err == MPI_SUCCESS && window > 0 && nreq - oldest >= window) /* retire the oldest */
-            err = PMPI_Wait(&req[oldest++], MPI_STATUS_IGNORE);
-        if (err == MPI_SUCCESS) err = post_pieces(&sends[i], 1, 1, comm, req, &nreq);
-    }
-    /* Wait for every request that was posted, even after an error, so none outlives its buffer. */
-    for (int i = 0; i < nreq; i++) { /* (MPICH's MPI_STATUSES_IGNORE upsets GCC's bounds checks) */
-        if (i >= first_send && i < oldest) continue; /* retired above */
-        int e = PMPI_Wait(&req[i], MPI_STATUS_IGNORE);
-        if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
-    }
-    free(req);
-    return err;
-}
-
-static int bridge_exchange(void *ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs)
-{
-    return exchange_on(*(MPI_Comm *)ctx, sends, nsends, recvs, nrecvs, 0);
-}
-
-static int comm_exchange(void *comm_ctx, const nc_xfer *sends, int nsends, const nc_xfer *recvs, int nrecvs, int window)
-{
-    return exchange_on(*(MPI_Comm *)comm_ctx, sends, nsends, recvs, nrecvs, window);
-}
-
-/* A node's blocks as one datatype over the buffer (pieces under 1 GiB: MPI counts are ints). */
-static MPI_Datatype node_blocks_type(const nc_block *blocks, const int *node_of, int nranks, int node)
-{
-    const size_t piece = (size_t)1 << 30;
-    int n = 0;
-    for (int r = 0; r < nranks; r++)
-        if (node_of[r] == node) n += (int)((blocks[r].bytes + piece - 1) / piece);
-    int *lengths = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    MPI_Aint *displs = malloc(sizeof(MPI_Aint) * (size_t)(n ? n : 1));
-    if (!lengths || !displs) nc_fatal("out of memory for a bridge datatype");
-    int i = 0;
-    for (int r = 0; r < nranks; r++)
-        for (size_t off = 0; node_of[r] == node && off < blocks[r].bytes; off += piece, i++) {
-            lengths[i] = (int)(blocks[r].bytes - off < piece ? blocks[r].bytes - off : piece);
-            displs[i] = (MPI_Aint)(blocks[r].offset + off);
-        }
-    MPI_Datatype type;
-    PMPI_Type_create_hindexed(n, lengths, displs, MPI_BYTE, &type);
-    PMPI_Type_commit(&type);
-    free(lengths);
-    free(displs);
-    return type;
-}
-
-/* Where each node's blocks form one run in rank order (blocked placement), the leaders run
- * the host's Allgatherv in place; otherwise each sends its node's blocks to every other
- * leader as one indexed datatype (any placement, any layout). */
-static int bridge_allgather_blocks(void *ctx, void *buf, const nc_block *blocks, const int *node_of, int nranks)
-{
-    MPI_Comm bridge = *(MPI_Comm *)ctx;
-    int nodes, me, err = MPI_SUCCESS;
-    PMPI_Comm_size(bridge, &nodes);
-    PMPI_Comm_rank(bridge, &me);
-    size_t *start = calloc((size_t)nodes, sizeof *start), *end = calloc((size_t)nodes, sizeof *end);
-    int *counts = malloc(sizeof(int) * (size_t)nodes), *displs = malloc(sizeof(int) * (size_t)nodes);
-    unsigned char *seen = calloc((size_t)nodes, 1);
-    if (!start || !end || !counts || !displs || !seen) nc_fatal("out of memory for bridge tables");
-    int runs = 1;
-    for (int r = 0; r < nranks; r++) {
-        int j = node_of[r];
-        if (!seen[j]) start[j] = end[j] = blocks[r].offset;
-        runs &= blocks[r].offset == end[j];
-        end[j] = blocks[r].offset + blocks[r].bytes;
-        seen[j] = 1;
-    }
-    for (int j = 0; j < nodes; j++) {
-        runs &= end[j] <= INT_MAX;
-        counts[j] = (int)(end[j] - start[j]);
-        displs[j] = (int)start[j];
-    }
-    if (runs) {
-        err = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, counts, displs, MPI_BYTE, bridge);
-    } else {
-        MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)nodes);
-        MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)nodes);
-        if (!reqs || !types) nc_fatal("out of memory for bridge requests");
-        int nreq = 0;
-        for (int j = 0; j < nodes; j++) types[j] = node_blocks_type(blocks, node_of, nranks, j);
-        for (int j = 0; j < nodes; j++)
-            if (j != me) PMPI_Irecv(buf, 1, types[j], j, 0, bridge, &reqs[nreq++]);
-        for (int j = 0; j < nodes; j++)
-            if (j != me) PMPI_Isend(buf, 1, types[me], j, 0, bridge, &reqs[nreq++]);
-        for (int i = 0; i < nreq; i++) { /* (MPICH's MPI_STATUSES_IGNORE upsets GCC's bounds checks) */
-            int e = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
-            if (e != MPI_SUCCESS && err == MPI_SUCCESS) err = e;
-        }
-        for (int j = 0; j < nodes; j++) PMPI_Type_free(&types[j]);
-        free(reqs);
-        free(types);
-    }
-    free(seen);
-    free(start);
-    free(end);
-    free(counts);
-    free(displs);
-    return err;
-}
-
-#define NC_BRIDGE_EXSCAN (-2) /* `root` of bridge_reduce_any meaning Exscan */
-
-/* Reductions through the host MPI in pieces of at most INT_MAX elements.  Allreduce works
- * in place; Reduce and Exscan get separate buffers (MPICH 4.0.2 dereferences MPI_IN_PLACE in some of
- * its Reduce algorithms). */
-static int bridge_reduce_any(MPI_Comm comm, const void *send, void *recv, size_t count, const nc_reduction *r,
-                             int root)
-{
-    const nc_host_op *h = r->host;
-    const size_t piece = INT_MAX;
-    for (size_t first = 0; first < count; first += piece) {
-        int n = (int)(count - first < piece ? count - first : piece);
-        size_t off = first * r->elem_size;
-        char *out = recv ? (char *)recv + off : NULL;
-        const char *in = send ? (const char *)send + off : NULL;
-        int err = root == NC_BRIDGE_EXSCAN ? PMPI_Exscan(in, out, n, h->type, h->op, comm)
-                  : root < 0               ? PMPI_Allreduce(MPI_IN_PLACE, out, n, h->type, h->op, comm)
-                                           : PMPI_Reduce(in, out, n, h->type, h->op, root, comm);
-        if (err != MPI_SUCCESS) return err;
-    }
-    return MPI_SUCCESS;
-}
-
-static int bridge_allreduce(void *ctx, void *buf, size_t count, const nc_reduction *r)
-{
-    return bridge_reduce_any(*(MPI_Comm *)ctx, NULL, buf, count, r, -1);
-}
-
-static int bridge_reduce(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r, int root)
-{
-    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, root);
-}
-
-static int bridge_exscan(void *ctx, const void *send, void *recv, size_t count, const nc_reduction *r)
-{
-    return bridge_reduce_any(*(MPI_Comm *)ctx, send, recv, count, r, NC_BRIDGE_EXSCAN);
-}
-
-/* `bytes` is small (a fixed-size record per leader). */
-static int bridge_allgather(void *ctx, const void *send, void *recv, size_t bytes)
-{
-    return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)ctx);
-}
-
-/* `bytes` is at most NODECOLL_REDUCE_CHUNK (below 2 GiB). */
-static int comm_allgather(void *comm_ctx, const void *send, void *recv, size_t bytes)
-{
-    return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)comm_ctx);
-}
-
-static nc_bridge make_bridge(MPI_Comm *bridge_comm, MPI_Comm *whole_comm, int size, int rank)
-{
-    return (nc_bridge){.ctx = bridge_comm, .size = size, .rank = rank, .barrier = bridge_barrier,
-                       .bcast = bridge_bcast, .allreduce = bridge_allreduce, .reduce = bridge_reduce,
-                       .exscan = bridge_exscan, .allgather = bridge_allgather, .comm_ctx = whole_comm,
-                       .comm_allgather = comm_allgather, .allgather_blocks = bridge_allgather_blocks,
-                       .exchange = bridge_exchange, .comm_exchange = comm_exchange};
-}
-
 /* ---- setup ------------------------------------------------------------------------- */
 
 static int all_agree(int ok, MPI_Comm comm)
@@ -369,7 +160,7 @@ static int build_bridge_and_tables(nc_mpi_comm *s, MPI_Comm comm)
         PMPI_Comm_split(comm, 0, c->rank, &s->private_comm);
         PMPI_Comm_set_errhandler(s->private_comm, MPI_ERRORS_RETURN);
     }
-    c->bridge = make_bridge(&s->bridge_comm, &s->private_comm, shared[1], leader ? mine[0] : -1);
+    c->bridge = nc_mpi_bridge(&s->bridge_comm, &s->private_comm, shared[1], leader ? mine[0] : -1);
     return MPI_SUCCESS;
 }
 
@@ -639,7 +430,7 @@ void nc_mpi_solo_comm(MPI_Comm comm, nc_comm *c, MPI_Comm *bridge_comm)
     for (int r = 0; r < c->size; r++) c->node_of[r] = r;
     PMPI_Comm_dup(comm, bridge_comm);
     PMPI_Comm_set_errhandler(*bridge_comm, MPI_ERRORS_RETURN);
-    c->bridge = make_bridge(bridge_comm, bridge_comm, c->size, c->rank);
+    c->bridge = nc_mpi_bridge(bridge_comm, bridge_comm, c->size, c->rank);
 }
 
 void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm)

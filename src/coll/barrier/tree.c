@@ -1,0 +1,54 @@
+/* Barrier: check-in/check-out and the fan-in/fan-out tree (Bierbaum et al.; the flat form is
+ * the tree whose radix is the node size).  A parent waits for its children's `fanin`, then
+ * posts its own; across nodes the leaders meet through the bridge between the node's fan-in
+ * and fan-out; a child waits for its parent's `fanout`, then posts its own.  No rank leaves
+ * before a release for its sequence number, which is posted only after the poster saw its
+ * whole subtree arrive; values only grow, so a later release implies this one. */
+#include "../algorithms.h"
+#include "../ledger.h"
+#include "../../core/tree.h"
+
+typedef struct tree_state {
+    int pc;
+    int fanin, fanout, i;
+    uint64_t seq;
+    nc_bridge_req req;
+} tree_state;
+NC_STATE_FITS(tree_state);
+
+static void plan_tree(nc_op *op)
+{
+    tree_state *st = NC_OP_STATE(op, tree_state);
+    st->fanin = (int)op->c->cfg.barrier_fanin;
+    st->fanout = (int)op->c->cfg.barrier_fanout;
+}
+
+static void plan_flat(nc_op *op)
+{
+    tree_state *st = NC_OP_STATE(op, tree_state);
+    st->fanin = st->fanout = op->c->node.size;
+}
+
+static nc_step progress(nc_op *op)
+{
+    tree_state *st = NC_OP_STATE(op, tree_state);
+    nc_comm *c = op->c;
+    nc_node *n = &c->node;
+    NC_BEGIN(st);
+    st->seq = nc_take_sync(n);
+    for (st->i = 0; st->i < nc_tree_child_count(n->rank, st->fanin, n->size); st->i++)
+        NC_AWAIT(st, nc_flag_reached(op, &nc_node_ctl(n, nc_tree_first_child(n->rank, st->fanin) + st->i)->fanin, st->seq));
+    if (n->rank) nc_flag_post(&nc_node_ctl(n, n->rank)->fanin, st->seq);
+    if (nc_comm_multinode(c) && nc_comm_is_leader(c)) {
+        NC_BRIDGE_STEP(op, st, &st->req, c->bridge.barrier(c->bridge.ctx, op->bridge_req));
+        nc_stats_count(NC_COLL_BARRIER, NC_ALG_BRIDGE, 0);
+    }
+    if (n->rank) NC_AWAIT(st, nc_flag_reached(op, &nc_node_ctl(n, nc_tree_parent(n->rank, st->fanout))->fanout, st->seq));
+    if (nc_tree_child_count(n->rank, st->fanout, n->size)) nc_flag_post(&nc_node_ctl(n, n->rank)->fanout, st->seq);
+    NC_END(st);
+}
+
+static int always(const nc_comm *c, const nc_args *a) { return 1; }
+
+const nc_algorithm nc_barrier_tree = {NC_ALG_TREE, always, plan_tree, progress};
+const nc_algorithm nc_barrier_flat = {NC_ALG_FLAT, always, plan_flat, progress};

@@ -1,0 +1,232 @@
+/* Running operations (engine.h).
+ *
+ * Each communicator has a queue of the operations started on it, in call order; only its
+ * head progresses, so operations on one communicator use the node's counters and slots in
+ * the same order on every rank, exactly as blocking calls would.  Communicators with a
+ * non-empty queue are on a process-wide list that nc_engine_progress walks.  Whoever
+ * progresses a queue holds its communicator's lock (try-lock: a thread that finds it taken
+ * leaves that queue to the thread that has it), so under MPI_THREAD_MULTIPLE a completion
+ * call in one thread and a blocking call in another never run the same operation at once.
+ *
+ * A blocking call on a communicator with an empty queue runs its operation directly (no
+ * lock, no queue: MPI forbids two threads from calling collectives on one communicator at
+ * once, and nobody else adds to an empty queue), which keeps the common case as cheap as a
+ * plain function. */
+#include "engine.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "registry.h"
+#include "../core/fatal.h"
+
+static _Atomic int outstanding; /* started, not completed nonblocking operations */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_comm *pending; /* communicators whose queue is not empty */
+
+int nc_engine_outstanding(void) { return atomic_load_explicit(&outstanding, memory_order_relaxed); }
+
+void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking)
+{
+    op->c = c;
+    op->alg = alg;
+    op->args = args;
+    op->blocking = blocking;
+    op->finished = NULL;
+    op->owner = NULL;
+    op->next = NULL;
+    if (alg->plan) alg->plan(op);
+    nc_op_restart(op);
+}
+
+void nc_op_restart(nc_op *op)
+{
+    *(int *)(void *)op->state = 0; /* (every state begins with its pc) */
+    op->err = 0;
+    op->wait = (nc_waiting){0};
+    atomic_store_explicit(&op->done, 0, memory_order_relaxed);
+}
+
+static int try_lock(nc_comm *c) { return !atomic_exchange_explicit(&c->queue_lock, 1, memory_order_acquire); }
+static void unlock(nc_comm *c) { atomic_store_explicit(&c->queue_lock, 0, memory_order_release); }
+static void lock(nc_comm *c)
+{
+    while (!try_lock(c)) sched_yield();
+}
+
+static void complete(nc_op *op)
+{
+    if (op->finished) op->finished(op);
+    atomic_store_explicit(&op->done, 1, memory_order_release);
+}
+
+/* Progresses c's queue from its head until an operation would wait (c locked); the number
+ * of operations completed. */
+static int progress_queue(nc_comm *c)
+{
+    int completed = 0;
+    for (nc_op *op; (op = c->queue_head);) {
+        if (op->alg->progress(op) == NC_PENDING) break;
+        c->queue_head = op->next;
+        if (!c->queue_head) c->queue_tail = NULL;
+        atomic_fetch_sub_explicit(&c->queued, 1, memory_order_release);
+        if (!op->blocking) atomic_fetch_sub_explicit(&outstanding, 1, memory_order_relaxed);
+        complete(op);
+        completed++;
+    }
+    return completed;
+}
+
+static void list_pending(nc_comm *c)
+{
+    pthread_mutex_lock(&pending_lock);
+    c->next_pending = pending;
+    pending = c;
+    pthread_mutex_unlock(&pending_lock);
+}
+
+/* Appends op to its communicator's queue (the communicator joins the pending list when its
+ * queue was empty; it leaves it in nc_engine_progress once empty again). */
+static void enqueue(nc_op *op)
+{
+    nc_comm *c = op->c;
+    lock(c);
+    int was_idle = !c->queue_head && !c->listed;
+    if (c->queue_tail) c->queue_tail->next = op;
+    else c->queue_head = op;
+    c->queue_tail = op;
+    op->next = NULL;
+    atomic_fetch_add_explicit(&c->queued, 1, memory_order_relaxed);
+    if (!op->blocking) atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed);
+    if (was_idle) {
+        c->listed = 1;
+        list_pending(c);
+    }
+    progress_queue(c);
+    unlock(c);
+}
+
+int nc_bridge_done(nc_op *op, nc_bridge_req *r)
+{
+    int err = 0;
+    if (r->impl && !op->c->bridge.test(op->c->bridge.ctx, r, &err)) {
+        op->wait = (nc_waiting){NULL, 0, r};
+        return 0;
+    }
+    if (err && !op->err) op->err = err;
+    return 1;
+}
+
+int nc_engine_progress(void)
+{
+    if (!nc_engine_outstanding() && !pending) return 0;
+    if (pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
+    int completed = 0;
+    for (nc_comm **at = &pending, *c; (c = *at);) {
+        if (try_lock(c)) {
+            completed += progress_queue(c);
+            if (!c->queue_head) { /* leaves the list */
+                c->listed = 0;
+                *at = c->next_pending;
+                unlock(c);
+                continue;
+            }
+            unlock(c);
+        }
+        at = &c->next_pending;
+    }
+    pthread_mutex_unlock(&pending_lock);
+    return completed;
+}
+
+static void progress_others(void *unused)
+{
+    (void)unused;
+    nc_engine_progress();
+}
+
+/* Waits (spin, yield, sleep as the node's policy says) for the flag op waits for; while it
+ * waits, the other outstanding operations of the process progress.  Host requests are left
+ * to op's own progress, which tests them (MPI forbids testing one request in two threads
+ * at once, and progress runs under the queue's lock or by the operation's only owner). */
+static void wait_for(nc_op *op)
+{
+    nc_waiting *w = &op->wait;
+    if (w->host) {
+        nc_engine_progress();
+        sched_yield();
+        return;
+    }
+    nc_wait_policy policy = op->c->node.wait;
+    policy.idle = nc_engine_outstanding() ? progress_others : NULL;
+    nc_wait_ge(w->flag, w->value, &policy);
+}
+
+void nc_op_wait_here(nc_op *op)
+{
+    if (op->wait.host) sched_yield(); /* (the host step is tested again where it is awaited) */
+    else nc_wait_ge(op->wait.flag, op->wait.value, &op->c->node.wait);
+}
+
+int nc_op_run(nc_op *op)
+{
+    nc_comm *c = op->c;
+    if (!atomic_load_explicit(&c->queued, memory_order_acquire)) { /* nothing before it here */
+        while (op->alg->progress(op) == NC_PENDING) wait_for(op);
+        if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
+        return op->err;
+    }
+    enqueue(op);
+    nc_op_wait(op);
+    return op->err;
+}
+
+void nc_op_start(nc_op *op) { enqueue(op); }
+
+int nc_op_test(nc_op *op)
+{
+    if (!atomic_load_explicit(&op->done, memory_order_acquire)) nc_engine_progress();
+    return atomic_load_explicit(&op->done, memory_order_acquire);
+}
+
+void nc_op_wait(nc_op *op)
+{
+    while (!nc_op_test(op)) {
+        /* The head of op's queue waits for something: wait for that (progressing the
+         * others meanwhile); if another thread holds the queue, let it work. */
+        nc_comm *c = op->c;
+        nc_waiting w = {0};
+        if (try_lock(c)) {
+            if (c->queue_head) w = c->queue_head->wait;
+            unlock(c);
+        }
+        if (!w.flag) { /* (a host step: the queue's progress tests it) */
+            sched_yield();
+            continue;
+        }
+        nc_op probe = {.c = c, .wait = w};
+        wait_for(&probe);
+    }
+}
+
+void nc_comm_drain(nc_comm *c)
+{
+    while (atomic_load_explicit(&c->queued, memory_order_acquire)) {
+        nc_engine_progress();
+        sched_yield();
+    }
+}
+
+int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
+{
+    nc_op op;
+    op.c = c;
+    op.alg = nc_registry_select(c, args, bytes);
+    nc_stats_count(args->coll, op.alg->id, bytes);
+    op.args = args;
+    op.blocking = 1;
+    op.finished = NULL;
+    if (op.alg->plan) op.alg->plan(&op);
+    nc_op_restart(&op);
+    return nc_call_result(c, nc_op_run(&op));
+}

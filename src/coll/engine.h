@@ -1,0 +1,187 @@
+/* The engine: every collective algorithm is a registered object, and every call form
+ * (blocking, nonblocking, persistent) runs the same objects.
+ *
+ *   applies   when the algorithm can run (its hard requirements; the registry's order and
+ *             thresholds say when it should)
+ *   plan      everything that depends neither on the data nor on the sequence numbers of the
+ *             node (trees, slices, span sizes): once for a persistent request
+ *   progress  runs until it would wait for a peer, then returns NC_PENDING with what it waits
+ *             for in op->wait; NC_DONE at the end.  It resumes where it stopped: progress
+ *             functions are written with NC_BEGIN / NC_AWAIT / NC_END (below), and every
+ *             local value that must survive a wait lives in the op's state.
+ *
+ * Operations on one communicator run in call order: an operation starts to progress only
+ * when every earlier one on its communicator has completed on this rank, so the node's
+ * sequence counters, ring slots and published words are used exactly as by blocking calls
+ * made in the same order, on every rank.  Operations on different communicators progress
+ * independently.  A blocking call is an operation on the caller's stack run to completion;
+ * while it waits it also progresses the process's other outstanding operations. */
+#ifndef NC_ENGINE_H
+#define NC_ENGINE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+typedef enum { NC_DONE = 0, NC_PENDING = 1 } nc_step;
+
+/* What a pending operation waits for: a flag of its node to reach a value, or the host
+ * requests of a bridge step (tested through the bridge). */
+typedef struct nc_waiting {
+    const nc_flag *flag;
+    uint64_t value;
+    nc_bridge_req *host;
+} nc_waiting;
+
+/* The arguments of a call as the algorithms see them (the adapter turns MPI's into these). */
+typedef struct nc_args {
+    nc_coll_id coll;
+    int root; /* comm rank; -1 for unrooted collectives */
+    union {
+        struct { nc_data *data; size_t bytes; } bcast;
+        struct { /* Reduce, Allreduce (root -1), Reduce_scatter(_block), Scan, Exscan */
+            const void *send;
+            void *recv;              /* send == recv: in place */
+            size_t count;            /* elements (Reduce_scatter: the whole input) */
+            const size_t *counts;    /* Reduce_scatter: elements per rank */
+            const nc_reduction *red;
+        } reduce;
+        struct { /* Gather(v), Scatter(v), Allgather(v), Alltoall(v,w); see comm.h */
+            const void *send;        /* Gather, Allgather: my block, or NC_IN_PLACE */
+            size_t send_bytes;
+            nc_data *recv;           /* Scatter: my block's layout (NULL: in place) */
+            size_t recv_bytes;
+            const nc_vec *send_vec;  /* Scatter's root, Alltoall (NULL: in place) */
+            const nc_vec *recv_vec;  /* Gather's root, Allgather, Alltoall */
+        } move;
+    };
+} nc_args;
+
+typedef struct nc_op nc_op;
+
+typedef struct nc_algorithm {
+    nc_alg_id id;                                     /* its name in the counters */
+    int (*applies)(const nc_comm *c, const nc_args *a);
+    void (*plan)(nc_op *op);                          /* may be NULL */
+    nc_step (*progress)(nc_op *op);
+} nc_algorithm;
+
+/* Room for an algorithm's own state (each checks that its state fits, NC_STATE_FITS).  A
+ * state begins with `int pc`: where its progress resumes (0: at the start). */
+#define NC_OP_STATE_BYTES 512
+
+struct nc_op {
+    nc_comm *c;
+    const nc_algorithm *alg;
+    const nc_args *args; /* the caller's (a nonblocking call's live until it completes) */
+    int err;             /* the bridge's error code, or NC_TRUNCATED */
+    int blocking;        /* a blocking call: bridge steps may use the host's blocking calls */
+    nc_waiting wait;
+    nc_bridge_req *bridge_req; /* the request argument of the bridge step being started */
+    _Atomic int done;
+    nc_op *next;         /* the communicator's queue */
+    void (*finished)(nc_op *op); /* called once when the operation completes (may be NULL) */
+    void *owner;         /* the adapter's, for `finished` */
+    _Alignas(16) unsigned char state[NC_OP_STATE_BYTES];
+};
+
+#define NC_OP_STATE(op, type) ((type *)(void *)(op)->state)
+#define NC_STATE_FITS(type) _Static_assert(sizeof(type) <= NC_OP_STATE_BYTES, #type " does not fit an op's state")
+
+/* Resumable functions: progress(op) of an algorithm, and the steps algorithms share (a node
+ * Bcast inside an Allreduce...), each with a state `st` whose first member is `int pc`.
+ * They are a switch on st->pc; NC_AWAIT evaluates `ready` (which, when false, has recorded
+ * in op->wait what op waits for) each time the function resumes there.  Every value that
+ * must survive an NC_AWAIT lives in st (-Wjump-misses-init reports a local that does not).
+ * One NC_AWAIT per source line. */
+#define NC_BEGIN(st)      \
+    switch ((st)->pc) {   \
+    case 0:
+#define NC_AWAIT(st, ready)                                \
+    do {                                                   \
+        (st)->pc = __LINE__;                               \
+        __attribute__((fallthrough));                      \
+    case __LINE__:                                         \
+        while (!(ready)) {                                 \
+            if (!nc_op_waits_here(op)) return NC_PENDING;  \
+            nc_op_wait_here(op);                           \
+        }                                                  \
+    } while (0)
+#define NC_END(st)          \
+    }                       \
+    (st)->pc = -1;          \
+    return NC_DONE
+
+int nc_engine_outstanding(void);
+
+/* A blocking call with nothing else in the process to progress waits where it stands (in
+ * NC_AWAIT, as a plain blocking algorithm would), and so costs no more than one. */
+static inline int nc_op_waits_here(const nc_op *op) { return op->blocking && !nc_engine_outstanding(); }
+/* Waits (spin, yield, sleep: the node's policy) for what op->wait names. */
+void nc_op_wait_here(nc_op *op);
+
+/* For `ready` expressions: whether f >= value, else record it as what op waits for. */
+static inline int nc_flag_reached(nc_op *op, const nc_flag *f, uint64_t value)
+{
+    if (nc_flag_read(f) >= value) return 1;
+    op->wait = (nc_waiting){f, value, NULL};
+    return 0;
+}
+
+/* For `ready` expressions: whether the bridge step r has completed (its error, if any, then
+ * becomes op's), else record it as what op waits for. */
+int nc_bridge_done(nc_op *op, nc_bridge_req *r);
+
+/* A step through the host MPI, in a resumable function with state st: `step` is a bridge
+ * call whose request argument is written op->bridge_req.  The host's blocking call when op
+ * is a blocking call and no other operation of the process needs progress meanwhile, else
+ * its nonblocking one, started with request `breq` (in st) and awaited.  Sets op->err on
+ * failure. */
+#define NC_BRIDGE_STEP(op, st, breq, step)                                                         \
+    do {                                                                                          \
+        (op)->bridge_req = nc_op_waits_here(op) ? NULL : (breq);                                  \
+        nc_op_fail((op), (step));                                                                 \
+        if ((op)->bridge_req) NC_AWAIT(st, nc_bridge_done((op), (breq)));                         \
+    } while (0)
+
+/* Notes err (non-zero) as op's error unless it has one. */
+static inline void nc_op_fail(nc_op *op, int err)
+{
+    if (err && !op->err) op->err = err;
+}
+
+/* ---- running operations ------------------------------------------------------------ */
+
+/* Prepares op to run `alg` on comm with `args` (plans it). */
+void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking);
+/* A persistent operation's next start: progress from the beginning, with the same plan. */
+void nc_op_restart(nc_op *op);
+
+/* Blocking call of the collective args describe on c, moving `bytes` (for the registry and
+ * the counters): the registry's algorithm, counted, run to completion.  0, a bridge error
+ * or NC_TRUNCATED. */
+int nc_collective(nc_comm *c, const nc_args *args, size_t bytes);
+
+/* Blocking: runs op to completion (after every earlier operation of its communicator);
+ * returns its error (0, a bridge error, NC_TRUNCATED). */
+int nc_op_run(nc_op *op);
+/* Nonblocking: queues op behind its communicator's earlier operations and progresses it as
+ * far as it goes without waiting. */
+void nc_op_start(nc_op *op);
+/* Progresses op's communicator (and so op) without waiting; 1 once op is done. */
+int nc_op_test(nc_op *op);
+/* Waits for op, progressing every outstanding operation meanwhile. */
+void nc_op_wait(nc_op *op);
+
+/* Progresses every outstanding operation of the process, without waiting; the number of
+ * operations that completed. */
+int nc_engine_progress(void);
+/* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
+ * the whole process; a relaxed load.) */
+
+/* Every operation of comm completed on this rank (before a node-shared call or freeing it). */
+void nc_comm_drain(nc_comm *c);
+
+#endif

@@ -1,0 +1,60 @@
+/* The decision table: for each collective, its algorithms in order of preference, each row
+ * with the node sizes and message sizes (settings, agreed by every rank) it is preferred
+ * for.  A row's algorithm still has the last word through its `applies` (hard requirements:
+ * one node, single copy, a power of two...).  Adding an algorithm: its file, its object in
+ * algorithms.h, its row here. */
+#include "registry.h"
+
+#include <stddef.h>
+
+#include "algorithms.h"
+
+#define NC_NO_SETTING ((size_t)-1)
+#define NC_SETTING(field) offsetof(nc_config, field)
+#define NC_ANY NC_NO_SETTING
+
+typedef struct nc_row {
+    nc_coll_id coll;
+    const nc_algorithm *alg;
+    size_t max_ranks_setting; /* at most this many ranks per node */
+    size_t min_bytes_setting, max_bytes_setting;
+} nc_row;
+
+static const nc_row rows[] = {
+    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY},
+    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY},
+    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY}, /* (forced only: the tree comes first) */
+};
+
+static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
+
+static int row_matches(const nc_row *r, const nc_comm *c, size_t bytes)
+{
+    if (r->max_ranks_setting != NC_NO_SETTING && c->node.size > setting(c, r->max_ranks_setting)) return 0;
+    if (r->min_bytes_setting != NC_NO_SETTING && (int64_t)bytes < setting(c, r->min_bytes_setting)) return 0;
+    return r->max_bytes_setting == NC_NO_SETTING || (int64_t)bytes <= setting(c, r->max_bytes_setting);
+}
+
+/* The algorithm a NODECOLL_<COLL>_ALG setting names (NC_ALG_COUNT: auto). */
+static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
+{
+    static const nc_alg_id barrier_algs[] = {[NC_BARRIER_AUTO] = NC_ALG_COUNT, [NC_BARRIER_FLAT] = NC_ALG_FLAT,
+                                             [NC_BARRIER_TREE] = NC_ALG_TREE,
+                                             [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
+    switch (coll) {
+    case NC_COLL_BARRIER: return barrier_algs[c->cfg.barrier_alg];
+    default: return NC_ALG_COUNT;
+    }
+}
+
+const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    nc_alg_id want = forced(c, a->coll);
+    const size_t nrows = sizeof rows / sizeof rows[0];
+    for (size_t i = 0; want != NC_ALG_COUNT && i < nrows; i++)
+        if (rows[i].coll == a->coll && rows[i].alg->id == want && rows[i].alg->applies(c, a)) return rows[i].alg;
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].coll == a->coll && row_matches(&rows[i], c, bytes) && rows[i].alg->applies(c, a))
+            return rows[i].alg;
+    return NULL; /* unreachable: every collective ends in a row that always applies */
+}
