@@ -158,10 +158,14 @@ static int significant(int call, int a, int rank, int root, int in_place)
 
 /* ---- datatypes ------------------------------------------------------------------------- */
 
-enum { B_INT, B_DOUBLE, B_SCHAR, B_BYTE, B_2INT, B_LLONG, B_UNSIGNED, NBASE };
-static const char *base_names[NBASE] = {"int", "double", "signed_char", "byte", "2int", "long_long", "unsigned"};
+enum { B_INT, B_DOUBLE, B_SCHAR, B_BYTE, B_2INT, B_LLONG, B_UNSIGNED, B_F90REAL, NBASE };
+static const char *base_names[NBASE] = {"int", "double", "signed_char", "byte", "2int", "long_long", "unsigned",
+                                        "f90_real(15)"};
 static MPI_Datatype bases[NBASE];
-#define NMOVE_BASES 5 /* data movement uses the first five */
+/* Data movement and Bcast use these (an F90 real: predefined, yet not MPI_COMBINER_NAMED, and
+ * its duplicate is what MPI_Type_dup makes of a predefined type). */
+static const int move_bases[] = {B_INT, B_DOUBLE, B_SCHAR, B_BYTE, B_2INT, B_F90REAL};
+#define NMOVE_BASES ((int)(sizeof move_bases / sizeof move_bases[0]))
 
 enum { SH_BASE, SH_DUP, SH_CONTIG4, SH_VECNEG, SH_RESNEG, SH_STRUCT, SH_GAPPY, SH_HINDEXED, SH_OVERLAP, SH_COUNT };
 static const char *shape_names[SH_COUNT] = {"base", "dup", "contig(4)", "vector(2,1,-3)", "resized(lb=-2e,ext=4e)",
@@ -187,7 +191,10 @@ static tinfo info_of(MPI_Datatype t)
 
 static void make_shapes(void)
 {
-    MPI_Datatype b0[NBASE] = {MPI_INT, MPI_DOUBLE, MPI_SIGNED_CHAR, MPI_BYTE, MPI_2INT, MPI_LONG_LONG, MPI_UNSIGNED};
+    MPI_Datatype f90_real;
+    MPI_Type_create_f90_real(15, MPI_UNDEFINED, &f90_real);
+    MPI_Datatype b0[NBASE] = {MPI_INT, MPI_DOUBLE, MPI_SIGNED_CHAR, MPI_BYTE, MPI_2INT, MPI_LONG_LONG, MPI_UNSIGNED,
+                              f90_real};
     for (int b = 0; b < NBASE; b++) {
         MPI_Datatype B = bases[b] = b0[b], t, *s = shapes[b];
         MPI_Aint lb, e;
@@ -1075,7 +1082,7 @@ static ccase gen_case(int index, int force_call)
     c.comm_kind = pick(&rng, 2) ? CM_WORLD_DUP : pick(&rng, CM_COUNT);
     if (g_without & W_COMMS) c.comm_kind = CM_WORLD_DUP;
     c.root = pick(&rng, MAXP * 3);
-    c.base = pick(&rng, NMOVE_BASES);
+    c.base = move_bases[pick(&rng, NMOVE_BASES)];
     c.m_uni = draw_m(&rng, c.zero);
     for (int i = 0; i < MAXP; i++) c.mv[i] = draw_m(&rng, c.zero);
     if (!c.zero && pick(&rng, 3) == 0) /* mostly zero */

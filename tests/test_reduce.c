@@ -449,7 +449,9 @@ static void run_case(MPI_Comm comm, const char *comm_name, const rcase *c)
     uint64_t fallbacks = nodecoll_stat_calls(coll_names[c->coll], "pmpi:*");
     int err = call(c, comm, in_place ? MPI_IN_PLACE : inputs[rank], recv, counts);
     T_CHECK(err == MPI_SUCCESS, "%s: %s returned %d", comm_name, coll_names[c->coll], err);
-    T_CHECK(size == 1 || nodecoll_stat_calls(coll_names[c->coll], "pmpi:*") == fallbacks,
+    /* (mixed settings: a communicator whose rank 0 packs with the host sends gapped user-op
+     * types to the host on every rank, as it should) */
+    T_CHECK(size == 1 || getenv("NODECOLL_TEST_MIXED_ENGINE") || nodecoll_stat_calls(coll_names[c->coll], "pmpi:*") == fallbacks,
             "%s: %s %s %s fell back to the host MPI", comm_name, coll_names[c->coll], op_names[c->op], c->t->name);
     T_CHECK((unsigned char)recv[recv_elems * es] == 0x5a, "%s: %s %s %s count %zu wrote past the receive buffer",
             comm_name, coll_names[c->coll], op_names[c->op], c->t->name, c->count);
@@ -613,6 +615,11 @@ static void run_errors(MPI_Comm comm)
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
+    /* NODECOLL_TEST_MIXED_ENGINE: odd ranks pack with the host (NODECOLL_DTYPE_ENGINE=0, read at
+     * nodecoll's first use), the others with the engine.  A process's own setting must not change
+     * which path a reduction takes on it (a user op on a padded struct went to the host on one
+     * rank alone and hung). */
+    if (getenv("NODECOLL_TEST_MIXED_ENGINE") && t_rank % 2) setenv("NODECOLL_DTYPE_ENGINE", "0", 1);
     set_handles();
     affine_type.type = MPI_2INT;
     MPI_Type_contiguous(2, MPI_INT, &derived_affine_type.type);

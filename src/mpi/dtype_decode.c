@@ -125,7 +125,10 @@ MPI_Datatype nc_mpi_type_undup(MPI_Datatype type)
         if (t != type) PMPI_Type_free(&t); /* an intermediate duplicate's handle, made for us */
         t = inner;
     }
-    if (t == type || nc_mpi_type_combiner(t) == MPI_COMBINER_NAMED) return t; /* (predefined: never freed) */
+    int combiner = nc_mpi_type_combiner(t);
+    if (t == type || combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
+        combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER)
+        return t; /* (predefined, the F90 kinds too: never freed) */
     PMPI_Type_free(&t);
     return type;
 }
@@ -165,8 +168,13 @@ static nc_dtype *adopt_bounds(nc_dtype *d, const host_bounds *h)
 
 /* ---------- probing: the byte map of one element ---------- */
 
+/* Whether the decode in progress (under decode_lock) fell back on probing somewhere: its
+ * result then depends on this process's NODECOLL_DTYPE_PROBE_MAX. */
+static int decode_probed;
+
 static nc_dtype *probe(MPI_Datatype t, const host_bounds *h)
 {
+    decode_probed = 1;
     if (h->size == 0) return nc_dt_bytes(0);
     size_t span = (size_t)h->true_extent, size = (size_t)h->size;
     if (h->true_extent <= 0 || span > (size_t)nc_config_get()->dtype_probe_max ||
@@ -329,11 +337,18 @@ nc_dtype *nc_mpi_dtype_decode(MPI_Datatype type)
 static int description_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t decode_lock = PTHREAD_MUTEX_INITIALIZER;
-static char undecodable; /* the cached answer "the host packs this type" */
+/* What is cached on a type: its description (NULL: the host packs it) and whether decoding
+ * it needed probing. */
+typedef struct cached_description {
+    nc_dtype *d;
+    int probed;
+} cached_description;
 
 static int free_description(MPI_Datatype type, int keyval, void *value, void *extra)
 {
-    if (value != &undecodable) nc_dt_free(value);
+    cached_description *c = value;
+    nc_dt_free(c->d);
+    free(c);
     return MPI_SUCCESS;
 }
 
@@ -350,29 +365,41 @@ static int cached(MPI_Datatype type, void **value)
     return found;
 }
 
-const nc_dtype *nc_mpi_dtype(MPI_Datatype type)
+static const cached_description *describe(MPI_Datatype type)
 {
+    static const cached_description none = {NULL, 0};
     int combiner = nc_mpi_type_combiner(type);
     if (combiner < 0 || combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
         combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER)
-        return NULL; /* predefined (no attributes): the host packs the few that are not dense */
+        return &none; /* predefined (no attributes): the host packs the few that are not dense */
     pthread_once(&keyval_once, create_keyval);
-    if (description_keyval == MPI_KEYVAL_INVALID) return NULL;
+    if (description_keyval == MPI_KEYVAL_INVALID) return &none;
     void *value;
     if (!cached(type, &value)) {
         /* decoded once: a second thread finds the first one's answer under the lock */
         pthread_mutex_lock(&decode_lock);
         if (!cached(type, &value)) {
-            nc_dtype *d = decode(type, 0);
-            value = d ? (void *)d : (void *)&undecodable;
+            cached_description *c = nc_alloc_or_die(sizeof *c);
+            decode_probed = 0;
+            c->d = decode(type, 0);
+            c->probed = decode_probed;
+            value = c;
             if (PMPI_Type_set_attr(type, description_keyval, value) != MPI_SUCCESS) {
-                nc_dt_free(d); /* not cacheable: the host packs it */
-                value = &undecodable;
+                free_description(type, description_keyval, c, NULL); /* not cacheable: the host packs it */
+                value = (void *)&none;
             }
         }
         pthread_mutex_unlock(&decode_lock);
     }
-    return value == &undecodable ? NULL : value;
+    return value;
+}
+
+const nc_dtype *nc_mpi_dtype(MPI_Datatype type) { return describe(type)->d; }
+
+const nc_dtype *nc_mpi_dtype_unprobed(MPI_Datatype type)
+{
+    const cached_description *c = describe(type);
+    return c->probed ? NULL : c->d;
 }
 
 void nc_mpi_dtype_release_keyval(void)

@@ -13,6 +13,10 @@
  * The result lives as long as the type; do not free it. */
 const nc_dtype *nc_mpi_dtype(MPI_Datatype type);
 
+/* The same, but NULL when decoding needed probing (its result then depends on this
+ * process's NODECOLL_DTYPE_PROBE_MAX): for decisions every rank must take alike. */
+const nc_dtype *nc_mpi_dtype_unprobed(MPI_Datatype type);
+
 /* The same without the cache: the caller owns (nc_dt_free) the result.  For tests. */
 nc_dtype *nc_mpi_dtype_decode(MPI_Datatype type);
 
@@ -22,8 +26,8 @@ void nc_mpi_dtype_release_keyval(void);
  * every type answers); -1 on error. */
 int nc_mpi_type_combiner(MPI_Datatype type);
 
-/* The predefined type a chain of MPI_Type_dup ends in, or `type` itself (any other type):
- * a duplicate of MPI_INT is MPI_INT in all but its handle. */
+/* The predefined type (the F90 kinds included) a chain of MPI_Type_dup ends in, or `type`
+ * itself (any other type): a duplicate of MPI_INT is MPI_INT in all but its handle. */
 MPI_Datatype nc_mpi_type_undup(MPI_Datatype type);
 
 #endif

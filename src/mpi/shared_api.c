@@ -443,7 +443,7 @@ NC_EXPORT int nodecoll_shared_allreduce(const void *sendbuf, int count, MPI_Data
     PMPI_Op_commutative(op, &commutative);
     if (!commutative && nc_comm_multinode(c) && !nodes_consecutive(c)) return nc_mpi_error(h->comm, NC_ERR_OP_ORDER);
     nc_mpi_reduction rc;
-    if (nc_mpi_describe_reduction(&rc, type, op))
+    if (nc_mpi_describe_reduction(&rc, type, op, &c->cfg))
         nc_mpi_host_reduction(&rc, type, op, t.extent, commutative);
     protect(h, PROT_READ | PROT_WRITE);
     err = nc_shared_allreduce(&h->core, sendbuf, (size_t)count, t.tail_gap, &rc.red, &mismatch);

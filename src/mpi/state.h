@@ -61,8 +61,9 @@ typedef struct nc_mpi_reduction {
                              extents, so user buffers are used through copies (nc_dt_copy) */
 } nc_mpi_reduction;
 /* 0 when nodecoll reduces op on type itself (kernels, or the user's function on a predefined
- * type); 1 when only the host MPI can. */
-int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op);
+ * type); 1 when only the host MPI can.  `cfg`: the communicator's settings, which every rank
+ * shares, so every rank decides alike. */
+int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, const nc_config *cfg);
 /* Any op on any datatype whose elements are `extent` bytes apart, through the host's
  * MPI_Reduce_local (slower: for what nc_mpi_describe_reduction declines). */
 void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent, int commutative);

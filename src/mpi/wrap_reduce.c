@@ -263,11 +263,11 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
  * extent): its elements are whole extents the algorithms may copy and hand to a user op, as
  * long as no gap of a user buffer is read or written, which copies in the same layout
  * ensure (with_layout_copies).  NULL for any other type. */
-static const nc_dtype *layout_within_extent(MPI_Datatype type)
+static const nc_dtype *layout_within_extent(MPI_Datatype type, const nc_config *cfg)
 {
     int size, dense;
-    if (nc_datatype_describe(type, &size, &dense) || !nc_config_get()->dtype_engine) return NULL;
-    const nc_dtype *t = nc_mpi_dtype(type);
+    if (nc_datatype_describe(type, &size, &dense) || !cfg->dtype_engine) return NULL;
+    const nc_dtype *t = nc_mpi_dtype_unprobed(type); /* (a probed description depends on a local limit) */
     if (!t || t->extent <= 0 || t->true_lb < 0 || t->true_ub > t->extent || !t->size) return NULL;
     return t;
 }
@@ -277,7 +277,7 @@ static const nc_dtype *layout_within_extent(MPI_Datatype type)
  * the algorithms copy whole, and the user's function sees them in the type's own layout.
  * A type without gaps is used in place; one with gaps inside its extents through copies.
  * (Predefined ops on derived types are the host's error.) */
-static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, const nc_config *cfg)
 {
     const known_type *t = find_type(type);
     size_t size = 0;
@@ -285,7 +285,7 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
     if (!t) {
         if (predefined_op(op) != NC_OP_COUNT) return 1;
         if (nc_datatype_gapless(type, &size)) return describe_user(rc, type, op, size);
-        if (!(rc->gaps = layout_within_extent(type))) return 1;
+        if (!(rc->gaps = layout_within_extent(type, cfg))) return 1;
         return describe_user(rc, type, op, (size_t)rc->gaps->extent);
     }
     nc_op_id id = predefined_op(op);
@@ -313,7 +313,7 @@ typedef struct recent_pair {
 } recent_pair;
 static _Thread_local recent_pair recent;
 
-int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, const nc_config *cfg)
 {
     if (recent.valid && recent.type == type && recent.op == op) {
         rc->red = recent.red;
@@ -322,7 +322,7 @@ int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op
         rc->gaps = NULL;
         return 0;
     }
-    int err = describe_uncached(rc, type, op);
+    int err = describe_uncached(rc, type, op, cfg);
     if (!err && rc->red.fn != call_user_op) recent = (recent_pair){type, op, rc->red, rc->host, 1};
     return err;
 }
@@ -372,7 +372,7 @@ static int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int a
     nc_alg_id host = NC_ALG_COUNT;
     if (!args_ok) host = NC_ALG_PMPI_ARGS;
     /* An element larger than a pipeline segment cannot be cut into fragments. */
-    else if (nc_mpi_describe_reduction(rc, type, op) || rc->red.elem_size > s->coll.node.layout.seg_size)
+    else if (nc_mpi_describe_reduction(rc, type, op, &s->coll.cfg) || rc->red.elem_size > s->coll.node.layout.seg_size)
         host = NC_ALG_PMPI_TYPE;
     nc_call_record call = {coll, root, call_op(op), host, signature_bytes(s, type, count, args_ok), 0};
     int err = nc_mpi_enter(s, comm, &call);
