@@ -35,7 +35,7 @@ void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *a
     op->finished = NULL;
     op->owner = NULL;
     op->next = NULL;
-    if (alg->plan) alg->plan(op);
+    if (alg->plan) alg->plan(op, op->state);
     nc_op_restart(op);
 }
 
@@ -66,7 +66,7 @@ static int progress_queue(nc_comm *c)
 {
     int completed = 0;
     for (nc_op *op; (op = c->queue_head);) {
-        if (op->alg->progress(op) == NC_PENDING) break;
+        if (op->alg->progress(op, op->state) == NC_PENDING) break;
         c->queue_head = op->next;
         if (!c->queue_head) c->queue_tail = NULL;
         atomic_fetch_sub_explicit(&c->queued, 1, memory_order_release);
@@ -172,7 +172,7 @@ int nc_op_run(nc_op *op)
 {
     nc_comm *c = op->c;
     if (!atomic_load_explicit(&c->queued, memory_order_acquire)) { /* nothing before it here */
-        while (op->alg->progress(op) == NC_PENDING) wait_for(op);
+        while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(op);
         if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
         return op->err;
     }
@@ -226,7 +226,7 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     op.args = args;
     op.blocking = 1;
     op.finished = NULL;
-    if (op.alg->plan) op.alg->plan(&op);
+    if (op.alg->plan) op.alg->plan(&op, op.state);
     nc_op_restart(&op);
     return nc_call_result(c, nc_op_run(&op));
 }

@@ -61,11 +61,14 @@ typedef struct nc_args {
 
 typedef struct nc_op nc_op;
 
+/* An algorithm's functions get the operation and a state of its own: op->state when it runs
+ * a call, or a part of another algorithm's state when that one runs it as a step (a node's
+ * Bcast inside an Allreduce); its arguments are then in that state too. */
 typedef struct nc_algorithm {
     nc_alg_id id;                                     /* its name in the counters */
     int (*applies)(const nc_comm *c, const nc_args *a);
-    void (*plan)(nc_op *op);                          /* may be NULL */
-    nc_step (*progress)(nc_op *op);
+    void (*plan)(nc_op *op, void *state);             /* may be NULL */
+    nc_step (*progress)(nc_op *op, void *state);
 } nc_algorithm;
 
 /* Room for an algorithm's own state (each checks that its state fits, NC_STATE_FITS).  A

@@ -24,4 +24,26 @@ static inline uint64_t nc_take_frags(nc_node *n, uint64_t count)
 /* The next data-movement round (move_pub / move_done and the move area; coll/move.h). */
 static inline uint64_t nc_take_round(nc_node *n) { return ++n->move_seq; }
 
+struct nc_op;
+
+/* ---- slots ---------------------------------------------------------------------------
+ * A fragment is published in a slot of its publisher (a ring segment or an inline flag);
+ * before the slot takes a new fragment, the readers of its previous one must be done (their
+ * `cons` flags have passed it).  Who those readers were is recorded per slot when it is
+ * taken: the children of a Bcast tree, or any rank of the node (reductions). */
+
+/* For `ready` expressions (engine.h): whether my slot for fragment g may be refilled; else
+ * op->wait names the reader not done yet. */
+int nc_slot_free(struct nc_op *op, nc_node *n, nc_frag_place p, uint64_t g);
+/* Takes my (free) slot for fragment g: its readers will be the children of the Bcast tree of
+ * node rank `root` and `radix`, or any rank when radix is 0.  Its data area. */
+char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix);
+
+/* For `ready` expressions: whether node rank `rank` has consumed every fragment below
+ * frag_end (its `cons`; the last value seen is remembered, so the remote line is read again
+ * only when that value is not enough, about once per ring cycle). */
+int nc_consumed(struct nc_op *op, nc_node *n, int rank, uint64_t frag_end);
+/* The same for every other rank of the node. */
+int nc_all_consumed(struct nc_op *op, nc_node *n, uint64_t frag_end);
+
 #endif

@@ -20,9 +20,9 @@ static uint64_t step_value(uint64_t seq, int step) { return seq * 64 + (uint64_t
 /* The radix measured fastest up to 16 participants is P itself (one step: every rank reads
  * the P-1 other flags), about 6 above (Bierbaum et al.; on the development machine P also
  * won at 2-4 ranks). */
-static void plan(nc_op *op)
+static void plan(nc_op *op, void *state)
 {
-    dissemination_state *st = NC_OP_STATE(op, dissemination_state);
+    dissemination_state *st = state;
     const nc_comm *c = op->c;
     if (c->cfg.barrier_radix >= 2) st->radix = (int)c->cfg.barrier_radix;
     else st->radix = c->node.size <= 16 ? (c->node.size < 2 ? 2 : c->node.size) : 6;
@@ -30,9 +30,9 @@ static void plan(nc_op *op)
 
 static int peer_behind(const nc_node *n, long distance) { return (int)((n->rank - distance % n->size + n->size) % n->size); }
 
-static nc_step progress(nc_op *op)
+static nc_step progress(nc_op *op, void *state)
 {
-    dissemination_state *st = NC_OP_STATE(op, dissemination_state);
+    dissemination_state *st = state;
     nc_node *n = &op->c->node;
     nc_flag *mine = &nc_node_ctl(n, n->rank)->dissem;
     NC_BEGIN(st);

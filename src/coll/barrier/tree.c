@@ -16,22 +16,22 @@ typedef struct tree_state {
 } tree_state;
 NC_STATE_FITS(tree_state);
 
-static void plan_tree(nc_op *op)
+static void plan_tree(nc_op *op, void *state)
 {
-    tree_state *st = NC_OP_STATE(op, tree_state);
+    tree_state *st = state;
     st->fanin = (int)op->c->cfg.barrier_fanin;
     st->fanout = (int)op->c->cfg.barrier_fanout;
 }
 
-static void plan_flat(nc_op *op)
+static void plan_flat(nc_op *op, void *state)
 {
-    tree_state *st = NC_OP_STATE(op, tree_state);
+    tree_state *st = state;
     st->fanin = st->fanout = op->c->node.size;
 }
 
-static nc_step progress(nc_op *op)
+static nc_step progress(nc_op *op, void *state)
 {
-    tree_state *st = NC_OP_STATE(op, tree_state);
+    tree_state *st = state;
     nc_comm *c = op->c;
     nc_node *n = &c->node;
     NC_BEGIN(st);

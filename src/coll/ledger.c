@@ -1,0 +1,44 @@
+/* The node's accounting (ledger.h): slot reuse. */
+#include "ledger.h"
+
+#include "engine.h"
+#include "../core/tree.h"
+
+int nc_consumed(nc_op *op, nc_node *n, int rank, uint64_t frag_end)
+{
+    if (n->cons_seen[rank] >= frag_end) return 1;
+    const nc_flag *cons = &nc_node_ctl(n, rank)->cons;
+    n->cons_seen[rank] = nc_flag_read(cons);
+    return n->cons_seen[rank] >= frag_end || nc_flag_reached(op, cons, frag_end);
+}
+
+int nc_all_consumed(nc_op *op, nc_node *n, uint64_t frag_end)
+{
+    for (int r = 0; r < n->size; r++)
+        if (r != n->rank && !nc_consumed(op, n, r, frag_end)) return 0;
+    return 1;
+}
+
+/* The readers of a slot's last fragment: the children of my place in that Bcast's tree. */
+static int tree_children_consumed(nc_op *op, nc_node *n, int root, int radix, uint64_t frag_end)
+{
+    int v = nc_vrank(n->rank, root, n->size), first = nc_tree_first_child(v, radix);
+    int count = nc_tree_child_count(v, radix, n->size);
+    for (int i = 0; i < count; i++)
+        if (!nc_consumed(op, n, nc_rank_of(first + i, root, n->size), frag_end)) return 0;
+    return 1;
+}
+
+int nc_slot_free(nc_op *op, nc_node *n, nc_frag_place p, uint64_t g)
+{
+    const nc_slot_use *use = nc_frag_use(n, p, g);
+    if (!use->frag_end) return 1;
+    if (use->any_reader) return nc_all_consumed(op, n, use->frag_end);
+    return tree_children_consumed(op, n, use->root, use->radix, use->frag_end);
+}
+
+char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix)
+{
+    *nc_frag_use(n, p, g) = (nc_slot_use){g + 1, root, radix, radix == 0};
+    return nc_frag_data(n, p, n->rank, g);
+}
