@@ -40,6 +40,7 @@ static nc_step progress(nc_op *op, void *state)
     nc_comm *c = op->c;
     const nc_args *a = op->args;
     size_t bytes = a->bcast.bytes;
+    if (!bytes) return NC_DONE; /* (a nonblocking call of nothing) */
     NC_BEGIN(st);
     st->data = a->bcast.data;
     if (st->staged) {
