@@ -9,6 +9,9 @@
 
 #include "common.h"
 
+/* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for a too-small array. */
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
@@ -248,9 +251,12 @@ static void persistent(uint64_t *seed, MPI_Comm comm)
     T_BARRIER_INIT(comm, MPI_INFO_NULL, barrier);
     MPI_Send_init(&out, 1, MPI_INT, (rank + 1) % size, 79, comm, &reqs[2]);
     MPI_Recv_init(&in, 1, MPI_INT, (rank + size - 1) % size, 79, comm, &reqs[3]);
-    /* An inactive persistent collective completes at once, with an empty status. */
-    MPI_Wait(bcast, MPI_STATUS_IGNORE);
-    T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    /* An inactive persistent collective completes at once, with an empty status (where
+     * nodecoll serves it: MPICH 4.0.2's own inactive persistent collectives hang in MPI_Wait). */
+    if (size > 1) {
+        MPI_Wait(bcast, MPI_STATUS_IGNORE);
+        T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    }
     for (int start = 0; start < 6; start++) {
         reference(&c, expect, 100 + start, comm);
         fill(buf, c.extent, t_rank, 100 + start);
@@ -299,10 +305,14 @@ int main(int argc, char **argv)
     }
     for (int round = 0; round < t_scale(6); round++) overlapping(&seed, MPI_COMM_WORLD, dup);
     barrier_orders(MPI_COMM_WORLD);
-    freed_while_active(&seed, dup);
+    /* (MPICH 4.0.2 itself rejects MPI_Request_free of an active nonblocking collective,
+     * MPI_ERR_REQUEST: tested where nodecoll serves the call.) */
+    if (t_size > 1) freed_while_active(&seed, dup);
     comm_freed_while_pending(&seed);
 #ifdef T_PERSISTENT
-    for (int round = 0; round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
+    /* (On one rank the host serves them, and MPICH 4.0.2's own persistent collectives fail
+     * parts of this test: not nodecoll's to check.) */
+    for (int round = 0; t_size > 1 && round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
 #endif
     if (t_size > 1) {
         T_CHECK(nodecoll_stat_calls("bcast", "pmpi:*") == before, "some Ibcasts went to the host");

@@ -210,12 +210,26 @@ void nc_op_wait(nc_op *op)
     }
 }
 
+/* Takes c off the pending list if it is there (its queue is empty). */
+static void unlist(nc_comm *c)
+{
+    pthread_mutex_lock(&pending_lock);
+    for (nc_comm **at = &pending; *at; at = &(*at)->next_pending)
+        if (*at == c) {
+            *at = c->next_pending;
+            c->listed = 0;
+            break;
+        }
+    pthread_mutex_unlock(&pending_lock);
+}
+
 void nc_comm_drain(nc_comm *c)
 {
     while (atomic_load_explicit(&c->queued, memory_order_acquire)) {
         nc_engine_progress();
         sched_yield();
     }
+    unlist(c); /* (so that a communicator freed next is not left on the list) */
 }
 
 void nc_op_prepare(nc_op *op, nc_comm *c, const nc_args *args, size_t bytes, int blocking)

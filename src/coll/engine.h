@@ -192,7 +192,8 @@ int nc_engine_progress(void);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 
-/* Every operation of comm completed on this rank (before a node-shared call or freeing it). */
+/* Every operation of comm completed on this rank, and comm off the engine's lists (before a
+ * node-shared call, or freeing it). */
 void nc_comm_drain(nc_comm *c);
 
 #endif
