@@ -140,13 +140,14 @@ static inline int nc_flag_reached(nc_op *op, const nc_flag *f, uint64_t value)
 int nc_bridge_done(nc_op *op, nc_bridge_req *r);
 
 /* A step through the host MPI, in a resumable function with state st: `step` is a bridge
- * call whose request argument is written op->bridge_req.  The host's blocking call when op
- * is a blocking call and no other operation of the process needs progress meanwhile, else
- * its nonblocking one, started with request `breq` (in st) and awaited.  Sets op->err on
- * failure. */
+ * call whose request argument is written op->bridge_req.  The host's blocking call for a
+ * blocking call, its nonblocking one (started with request `breq`, in st, and awaited) for
+ * a nonblocking or persistent one: the form must be the same on every rank, because the
+ * host never matches a blocking collective with a nonblocking one, and the call's form is
+ * (MPI requires it) while what else a rank has outstanding is not.  Sets op->err on failure. */
 #define NC_BRIDGE_STEP(op, st, breq, step)                                                         \
     do {                                                                                          \
-        (op)->bridge_req = nc_op_waits_here(op) ? NULL : (breq);                                  \
+        (op)->bridge_req = (op)->blocking ? NULL : (breq);                                        \
         nc_op_fail((op), (step));                                                                 \
         if ((op)->bridge_req) NC_AWAIT(st, nc_bridge_done((op), (breq)));                         \
     } while (0)
