@@ -216,6 +216,47 @@ static void freed_while_active(uint64_t *seed, MPI_Comm comm)
     free(expect);
 }
 
+/* The root waits in a host call for a message the last rank sends only after its Ibcast
+ * completed: the root's part must progress inside that host call (a large message through
+ * the rings needs the root to keep feeding them). */
+static void progress_in_host_calls(uint64_t *seed, MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2) return;
+    enum { COUNT = 1 << 18 };
+    int *buf = malloc(COUNT * sizeof(int)), *expect = malloc(COUNT * sizeof(int));
+    for (int how = 0; how < 4; how++) {
+        int root = (int)(t_rand(seed) % (uint64_t)size), last = (root + size - 1) % size, word = -1, mine = rank;
+        bcast_case c = {MPI_INT, "MPI_INT", COUNT, root, COUNT * sizeof(int)};
+        reference(&c, expect, how, comm);
+        fill(buf, c.extent, rank, how);
+        MPI_Request req, recv;
+        MPI_Status status;
+        MPI_Ibcast(buf, COUNT, MPI_INT, root, comm, &req);
+        if (rank == root) {
+            switch (how) {
+            case 0: MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            case 1: MPI_Irecv(&word, 1, MPI_INT, last, 90, comm, &recv); MPI_Wait(&recv, MPI_STATUS_IGNORE); break;
+            case 2: MPI_Probe(last, 90, comm, &status); MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            default: MPI_Sendrecv(&mine, 1, MPI_INT, last, 91, &word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            }
+            T_CHECK(word == last, "host call %d beside a pending Ibcast received %d, not %d", how, word, last);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (rank == last && how == 3)
+                MPI_Sendrecv(&mine, 1, MPI_INT, root, 90, &word, 1, MPI_INT, root, 91, comm, MPI_STATUS_IGNORE);
+            else if (rank == last)
+                MPI_Send(&mine, 1, MPI_INT, root, 90, comm);
+        }
+        T_CHECK(same(buf, expect, c.extent), "Ibcast beside host call %d differs from the host", how);
+    }
+    free(buf);
+    free(expect);
+}
+
 /* A communicator freed while an Ibcast on it is pending: the operation still completes. */
 static void comm_freed_while_pending(uint64_t *seed)
 {
@@ -309,6 +350,7 @@ int main(int argc, char **argv)
      * MPI_ERR_REQUEST: tested where nodecoll serves the call.) */
     if (t_size > 1) freed_while_active(&seed, dup);
     comm_freed_while_pending(&seed);
+    progress_in_host_calls(&seed, MPI_COMM_WORLD);
 #ifdef T_PERSISTENT
     /* (On one rank the host serves them, and MPICH 4.0.2's own persistent collectives fail
      * parts of this test: not nodecoll's to check.) */

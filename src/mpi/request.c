@@ -148,6 +148,11 @@ static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
 
 static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
 
+void nc_mpi_idle(void)
+{
+    if (!nc_engine_progress()) sched_yield();
+}
+
 /* An active nodecoll request behind handle h, else NULL (host requests, inactive ones). */
 static nc_mpi_request *active_request(MPI_Request h)
 {
@@ -155,16 +160,36 @@ static nc_mpi_request *active_request(MPI_Request h)
     return r && r->active ? r : NULL;
 }
 
+/* Before a host test: nodecoll's operations progress in every completion call, as the
+ * host's own would. */
+static void progress_pending(void)
+{
+    if (nc_engine_outstanding()) nc_engine_progress();
+}
+
 NC_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     nc_mpi_request *r = any_live() ? active_request(*request) : NULL;
-    if (!r) return PMPI_Wait(request, status);
-    nc_op_wait(&r->op);
-    return retire(r, request, status);
+    if (r) {
+        nc_op_wait(&r->op);
+        return retire(r, request, status);
+    }
+    return nc_mpi_wait_host(request, status);
+}
+
+int nc_mpi_wait_host(MPI_Request *request, MPI_Status *status)
+{
+    if (nc_mpi_host_may_block()) return PMPI_Wait(request, status);
+    for (;;) {
+        int flag = 0, err = PMPI_Test(request, &flag, status);
+        if (err != MPI_SUCCESS || flag) return err;
+        nc_mpi_idle();
+    }
 }
 
 NC_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    progress_pending();
     nc_mpi_request *r = any_live() ? active_request(*request) : NULL;
     if (!r) return PMPI_Test(request, flag, status);
     *flag = done(r);
@@ -173,6 +198,7 @@ NC_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 
 NC_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
+    progress_pending();
     nc_mpi_request *r = any_live() ? active_request(request) : NULL;
     if (!r) return PMPI_Request_get_status(request, flag, status);
     *flag = done(r);
@@ -286,16 +312,12 @@ static int all_ours_done(const mixed *m)
     return 1;
 }
 
-static void idle(void)
-{
-    if (!nc_engine_progress()) sched_yield();
-}
 
 NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     mixed m;
-    if (!any_live() || count <= 0) return PMPI_Waitall(count, requests, statuses);
-    if (!mixed_open(&m, count, requests)) {
+    if ((!any_live() && nc_mpi_host_may_block()) || count <= 0) return PMPI_Waitall(count, requests, statuses);
+    if (!mixed_open(&m, count, requests) && nc_mpi_host_may_block()) {
         mixed_close(&m);
         return PMPI_Waitall(count, requests, statuses);
     }
@@ -307,7 +329,7 @@ NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses
             host_err = PMPI_Testall(count, m.host, &host_done, statuses);
             if (host_done) copy_back_host(&m, requests);
         }
-        if (!host_done || !all_ours_done(&m)) idle();
+        if (!host_done || !all_ours_done(&m)) nc_mpi_idle();
     }
     retire_done(&m, requests, statuses, NULL, &err);
     mixed_close(&m);
@@ -317,6 +339,7 @@ NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses
 NC_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     mixed m;
+    progress_pending();
     if (!any_live() || count <= 0) return PMPI_Testall(count, requests, flag, statuses);
     if (!mixed_open(&m, count, requests)) {
         mixed_close(&m);
@@ -359,13 +382,13 @@ static int any_pass(mixed *m, MPI_Request *requests, int *index, MPI_Status *sta
 NC_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     mixed m;
-    if (!any_live() || count <= 0) return PMPI_Waitany(count, requests, index, status);
-    if (!mixed_open(&m, count, requests)) {
+    if ((!any_live() && nc_mpi_host_may_block()) || count <= 0) return PMPI_Waitany(count, requests, index, status);
+    if (!mixed_open(&m, count, requests) && nc_mpi_host_may_block()) {
         mixed_close(&m);
         return PMPI_Waitany(count, requests, index, status);
     }
     int err = MPI_SUCCESS;
-    while (!any_pass(&m, requests, index, status, &err)) idle();
+    while (!any_pass(&m, requests, index, status, &err)) nc_mpi_idle();
     mixed_close(&m);
     return err;
 }
@@ -373,13 +396,13 @@ NC_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Sta
 NC_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     mixed m;
+    progress_pending();
     if (!any_live() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
     if (!mixed_open(&m, count, requests)) {
         mixed_close(&m);
         return PMPI_Testany(count, requests, index, flag, status);
     }
     int err = MPI_SUCCESS;
-    nc_engine_progress();
     *flag = any_pass(&m, requests, index, status, &err);
     if (!*flag) *index = MPI_UNDEFINED;
     mixed_close(&m);
@@ -406,13 +429,13 @@ static int some_pass(mixed *m, MPI_Request *requests, int *outcount, int *indice
 NC_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
     mixed m;
-    if (!any_live() || incount <= 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    if (!mixed_open(&m, incount, requests)) {
+    if ((!any_live() && nc_mpi_host_may_block()) || incount <= 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    if (!mixed_open(&m, incount, requests) && nc_mpi_host_may_block()) {
         mixed_close(&m);
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     }
     int err = MPI_SUCCESS;
-    while (!some_pass(&m, requests, outcount, indices, statuses, &err)) idle();
+    while (!some_pass(&m, requests, outcount, indices, statuses, &err)) nc_mpi_idle();
     mixed_close(&m);
     return err;
 }
@@ -420,13 +443,13 @@ NC_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, i
 NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
     mixed m;
+    progress_pending();
     if (!any_live() || incount <= 0) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (!mixed_open(&m, incount, requests)) {
         mixed_close(&m);
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     }
     int err = MPI_SUCCESS;
-    nc_engine_progress();
     some_pass(&m, requests, outcount, indices, statuses, &err);
     mixed_close(&m);
     return err;

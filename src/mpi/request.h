@@ -86,4 +86,15 @@ void nc_mpi_request_start(nc_mpi_request *r);
  * counts them) and starts it unless it is persistent. */
 void nc_mpi_request_issue(nc_mpi_request *r, size_t bytes, MPI_Request *user);
 
+/* Whether a host call may block: nothing of nodecoll's needs progress meanwhile (a peer may
+ * be waiting for our part of an operation while we wait in the host for it). */
+static inline int nc_mpi_host_may_block(void) { return !nc_engine_outstanding(); }
+
+/* Waits for a host request, progressing nodecoll's operations meanwhile when there are any
+ * (else the host's MPI_Wait). */
+int nc_mpi_wait_host(MPI_Request *request, MPI_Status *status);
+/* Between two tests while waiting: progresses nodecoll's operations, or lets another
+ * process run when none moved. */
+void nc_mpi_idle(void);
+
 #endif
