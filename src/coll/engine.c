@@ -182,7 +182,13 @@ int nc_op_run(nc_op *op)
     return op->err;
 }
 
-void nc_op_start(nc_op *op) { enqueue(op); }
+void nc_op_start(nc_op *op)
+{
+    nc_comm *c = op->c;
+    while (atomic_load_explicit(&c->queued, memory_order_acquire) >= (int)c->cfg.pending_max)
+        if (!nc_engine_progress()) sched_yield();
+    enqueue(op);
+}
 
 int nc_op_test(nc_op *op)
 {
