@@ -5,13 +5,13 @@
  * the same order on every rank, exactly as blocking calls would.  Communicators with a
  * non-empty queue are on a process-wide list that nc_engine_progress walks.  Whoever
  * progresses a queue holds its communicator's lock (try-lock: a thread that finds it taken
- * leaves that queue to the thread that has it), so under MPI_THREAD_MULTIPLE a completion
- * call in one thread and a blocking call in another never run the same operation at once.
+ * leaves that queue to the thread that has it), so under MPI_THREAD_MULTIPLE two completion
+ * calls in two threads never run the same operation at once.
  *
- * A blocking call on a communicator with an empty queue runs its operation directly (no
- * lock, no queue: MPI forbids two threads from calling collectives on one communicator at
- * once, and nobody else adds to an empty queue), which keeps the common case as cheap as a
- * plain function. */
+ * A blocking call never enters a queue: once its communicator's earlier operations have
+ * completed it runs its operation directly (no lock: MPI forbids two threads from calling
+ * collectives on one communicator at once), which keeps the common case as cheap as a plain
+ * function. */
 #include "engine.h"
 
 #include <pthread.h>
@@ -169,16 +169,18 @@ void nc_op_wait_here(nc_op *op)
     else nc_wait_ge(op->wait.flag, op->wait.value, &op->c->node.wait);
 }
 
+/* A blocking call never enters a queue: it lets its communicator's earlier operations
+ * complete, then runs in its caller's thread.  So a blocking operation is never progressed
+ * by nc_engine_progress, where waiting in place or in a host call would hold the engine's
+ * list (another thread starting an operation would wait for it: a deadlock when that thread
+ * is a peer, as in test_engine). */
 int nc_op_run(nc_op *op)
 {
     nc_comm *c = op->c;
-    if (!atomic_load_explicit(&c->queued, memory_order_acquire)) { /* nothing before it here */
-        while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(op);
-        if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
-        return op->err;
-    }
-    enqueue(op);
-    nc_op_wait(op);
+    if (atomic_load_explicit(&c->queued, memory_order_acquire)) nc_comm_drain(c);
+    while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(op);
+    op->err = nc_call_result(c, op->err);
+    if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
     return op->err;
 }
 
@@ -261,5 +263,5 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     nc_op_count(&op);
     if (op.alg->plan) op.alg->plan(&op, op.state);
     nc_op_restart(&op);
-    return nc_call_result(c, nc_op_run(&op));
+    return nc_op_run(&op);
 }
