@@ -120,7 +120,7 @@ int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 
 int nc_engine_progress(void)
 {
-    if (!nc_engine_outstanding() && !pending) return 0;
+    if (!nc_engine_outstanding()) return 0; /* (queues hold nonblocking operations only) */
     if (pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
     int completed = 0;
     for (nc_comm **at = &pending, *c; (c = *at);) {
