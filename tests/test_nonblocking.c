@@ -5,6 +5,7 @@
  * on one communicator and on two; blocking calls issued while nonblocking ones are pending;
  * MPI_Request_free of an active operation; persistent requests started many times, alone
  * and with MPI_Startall beside host persistent requests. */
+#include <sched.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -257,6 +258,46 @@ static void progress_in_host_calls(uint64_t *seed, MPI_Comm comm)
     free(expect);
 }
 
+/* With NODECOLL_PROGRESS_THREAD=1: the root starts a large Ibcast and then makes no MPI
+ * call until the others tell it, through shared memory, that theirs completed; only the
+ * progress thread can move the root's part meanwhile. */
+static void progress_without_mpi_calls(MPI_Comm comm)
+{
+    const char *on = getenv("NODECOLL_PROGRESS_THREAD");
+    if (!on || strcmp(on, "1")) return;
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int rank, size;
+    MPI_Comm_rank(node, &rank);
+    MPI_Comm_size(node, &size);
+    int *done_count;
+    MPI_Win win;
+    MPI_Win_allocate_shared(rank == 0 ? sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, node, &done_count, &win);
+    MPI_Aint bytes;
+    int disp;
+    MPI_Win_shared_query(win, 0, &bytes, &disp, &done_count);
+    if (rank == 0) __atomic_store_n(done_count, 0, __ATOMIC_RELEASE);
+    MPI_Barrier(node);
+    enum { COUNT = 1 << 18 };
+    int *buf = malloc(COUNT * sizeof(int));
+    for (int i = 0; i < COUNT; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Request req;
+    MPI_Ibcast(buf, COUNT, MPI_INT, 0, node, &req);
+    if (rank == 0) {
+        while (__atomic_load_n(done_count, __ATOMIC_ACQUIRE) < size - 1) sched_yield(); /* (no MPI call) */
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        __atomic_add_fetch(done_count, 1, __ATOMIC_RELEASE);
+    }
+    int wrong = 0;
+    for (int i = 0; i < COUNT; i++) wrong += buf[i] != i;
+    T_CHECK(!wrong, "Ibcast progressed by the progress thread: %d wrong elements", wrong);
+    free(buf);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
 /* A communicator freed while an Ibcast on it is pending: the operation still completes. */
 static void comm_freed_while_pending(uint64_t *seed)
 {
@@ -351,6 +392,7 @@ int main(int argc, char **argv)
     if (t_size > 1) freed_while_active(&seed, dup);
     comm_freed_while_pending(&seed);
     progress_in_host_calls(&seed, MPI_COMM_WORLD);
+    progress_without_mpi_calls(MPI_COMM_WORLD);
 #ifdef T_PERSISTENT
     /* (On one rank the host serves them, and MPICH 4.0.2's own persistent collectives fail
      * parts of this test: not nodecoll's to check.) */

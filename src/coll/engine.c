@@ -21,6 +21,15 @@
 #include "../core/fatal.h"
 
 static _Atomic int outstanding; /* started, not completed nonblocking operations */
+
+/* The optional progress thread (nc_engine_progress_thread_start). */
+static _Thread_local int in_progress_thread;
+static int progress_thread_calls_host; /* MPI_THREAD_MULTIPLE: it may make host calls */
+static int progress_thread_on, progress_thread_stopping;
+static long progress_thread_sleep_us;
+static pthread_t progress_thread;
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_comm *pending; /* communicators whose queue is not empty */
 
@@ -98,7 +107,11 @@ static void enqueue(nc_op *op)
     c->queue_tail = op;
     op->next = NULL;
     atomic_fetch_add_explicit(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking) atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed);
+    if (!op->blocking && !atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed) && progress_thread_on) {
+        pthread_mutex_lock(&wake_lock);
+        pthread_cond_signal(&wake);
+        pthread_mutex_unlock(&wake_lock);
+    }
     if (was_idle) {
         c->listed = 1;
         list_pending(c);
@@ -107,10 +120,19 @@ static void enqueue(nc_op *op)
     unlock(c);
 }
 
+int nc_engine_may_call_host(void) { return !in_progress_thread || progress_thread_calls_host; }
+
+int nc_host_allowed(nc_op *op)
+{
+    if (nc_engine_may_call_host()) return 1;
+    op->wait = (nc_waiting){0}; /* (left to the application's threads) */
+    return 0;
+}
+
 int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 {
     int err = 0;
-    if (r->impl && !op->c->bridge.test(op->c->bridge.ctx, r, &err)) {
+    if (r->impl && (!nc_engine_may_call_host() || !op->c->bridge.test(op->c->bridge.ctx, r, &err))) {
         op->wait = (nc_waiting){NULL, 0, r};
         return 0;
     }
@@ -264,4 +286,50 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     if (op.alg->plan) op.alg->plan(&op, op.state);
     nc_op_restart(&op);
     return nc_op_run(&op);
+}
+
+/* ---- the progress thread ---------------------------------------------------------------
+ * Sleeps on a condition while nothing is outstanding; otherwise progresses, yielding after a
+ * pass that completed nothing and sleeping once yielding has not helped for a while. */
+static void *progress_main(void *unused)
+{
+    (void)unused;
+    in_progress_thread = 1;
+    int idle_passes = 0;
+    for (;;) {
+        pthread_mutex_lock(&wake_lock);
+        while (!nc_engine_outstanding() && !progress_thread_stopping) pthread_cond_wait(&wake, &wake_lock);
+        int stopping = progress_thread_stopping;
+        pthread_mutex_unlock(&wake_lock);
+        if (stopping) return NULL;
+        if (nc_engine_progress()) idle_passes = 0;
+        else if (++idle_passes < 64) sched_yield();
+        else {
+            struct timespec pause = {0, progress_thread_sleep_us * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
+void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
+{
+    pthread_mutex_lock(&wake_lock);
+    if (!progress_thread_on) {
+        progress_thread_calls_host = may_call_host;
+        progress_thread_sleep_us = sleep_us;
+        progress_thread_stopping = 0;
+        progress_thread_on = !pthread_create(&progress_thread, NULL, progress_main, NULL);
+    }
+    pthread_mutex_unlock(&wake_lock);
+}
+
+void nc_engine_progress_thread_stop(void)
+{
+    pthread_mutex_lock(&wake_lock);
+    int on = progress_thread_on;
+    progress_thread_stopping = 1;
+    progress_thread_on = 0;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&wake_lock);
+    if (on) pthread_join(progress_thread, NULL);
 }

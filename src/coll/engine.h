@@ -104,11 +104,13 @@ struct nc_op {
 #define NC_BEGIN(st)      \
     switch ((st)->pc) {   \
     case 0:
-#define NC_AWAIT(st, ready)                                \
+#define NC_AWAIT(st, ready) NC_AWAIT_AT(st, __LINE__, ready)
+/* (A resume point of its own number: a macro that awaits twice on one line.) */
+#define NC_AWAIT_AT(st, point, ready)                      \
     do {                                                   \
-        (st)->pc = __LINE__;                               \
+        (st)->pc = (point);                                \
         __attribute__((fallthrough));                      \
-    case __LINE__:                                         \
+    case (point):                                          \
         while (!(ready)) {                                 \
             if (!nc_op_waits_here(op)) return NC_PENDING;  \
             nc_op_wait_here(op);                           \
@@ -135,6 +137,12 @@ static inline int nc_flag_reached(nc_op *op, const nc_flag *f, uint64_t value)
     return 0;
 }
 
+/* Whether this thread may call the host MPI: not the progress thread unless the host runs
+ * MPI_THREAD_MULTIPLE.  For `ready` expressions: nc_host_allowed (op then waits for one of
+ * the application's threads to progress it). */
+int nc_engine_may_call_host(void);
+int nc_host_allowed(nc_op *op);
+
 /* For `ready` expressions: whether the bridge step r has completed (its error, if any, then
  * becomes op's), else record it as what op waits for. */
 int nc_bridge_done(nc_op *op, nc_bridge_req *r);
@@ -147,6 +155,7 @@ int nc_bridge_done(nc_op *op, nc_bridge_req *r);
  * (MPI requires it) while what else a rank has outstanding is not.  Sets op->err on failure. */
 #define NC_BRIDGE_STEP(op, st, breq, step)                                                         \
     do {                                                                                          \
+        NC_AWAIT_AT(st, __LINE__ + 1000000, nc_host_allowed(op)); /* (no source has that many lines) */ \
         (op)->bridge_req = (op)->blocking ? NULL : (breq);                                        \
         nc_op_fail((op), (step));                                                                 \
         if ((op)->bridge_req) NC_AWAIT(st, nc_bridge_done((op), (breq)));                         \
@@ -192,6 +201,12 @@ void nc_op_wait(nc_op *op);
 int nc_engine_progress(void);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
+
+/* The optional progress thread (NODECOLL_PROGRESS_THREAD): progresses outstanding operations
+ * while the application computes; host calls only if `may_call_host` (MPI_THREAD_MULTIPLE),
+ * else those steps wait for the application's next MPI call.  Idempotent. */
+void nc_engine_progress_thread_start(int may_call_host, long sleep_us);
+void nc_engine_progress_thread_stop(void);
 
 /* Every operation of comm completed on this rank, and comm off the engine's lists (before a
  * node-shared call, or freeing it). */

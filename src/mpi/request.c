@@ -48,8 +48,22 @@ static void unlink_live(nc_mpi_request *r)
     pthread_mutex_unlock(&live_lock);
 }
 
+static void release_deferred(void);
+
+/* Starts the progress thread on the first request when the settings ask for it. */
+static void start_progress_thread(const nc_config *cfg)
+{
+    static _Atomic int started;
+    if (!cfg->progress_thread || atomic_exchange_explicit(&started, 1, memory_order_relaxed)) return;
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    nc_engine_progress_thread_start(level == MPI_THREAD_MULTIPLE, (long)cfg->wait_sleep_us);
+}
+
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
+    release_deferred();
+    start_progress_thread(&s->coll.cfg);
     nc_mpi_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     if (PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle) != MPI_SUCCESS) {
@@ -104,10 +118,40 @@ static void release_detached(nc_mpi_request *r)
     destroy(r);
 }
 
+/* Freed requests whose operation the progress thread completed without the right to call
+ * the host: released by the application's next completion call. */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_mpi_request *deferred;
+static _Atomic int deferred_count;
+
+static void release_deferred(void)
+{
+    if (!atomic_load_explicit(&deferred_count, memory_order_acquire)) return;
+    pthread_mutex_lock(&deferred_lock);
+    nc_mpi_request *list = deferred;
+    deferred = NULL;
+    atomic_store_explicit(&deferred_count, 0, memory_order_release);
+    pthread_mutex_unlock(&deferred_lock);
+    while (list) {
+        nc_mpi_request *next = list->next_deferred;
+        release_detached(list);
+        list = next;
+    }
+}
+
 static void operation_finished(nc_op *op)
 {
     nc_mpi_request *r = op->owner;
-    if (atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) release_detached(r);
+    if (!atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) return;
+    if (nc_engine_may_call_host()) {
+        release_detached(r);
+        return;
+    }
+    pthread_mutex_lock(&deferred_lock);
+    r->next_deferred = deferred;
+    deferred = r;
+    atomic_fetch_add_explicit(&deferred_count, 1, memory_order_release);
+    pthread_mutex_unlock(&deferred_lock);
 }
 
 void nc_mpi_request_start(nc_mpi_request *r)
@@ -150,6 +194,7 @@ static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
 
 void nc_mpi_idle(void)
 {
+    release_deferred();
     if (!nc_engine_progress()) sched_yield();
 }
 
@@ -165,6 +210,7 @@ static nc_mpi_request *active_request(MPI_Request h)
 static void progress_pending(void)
 {
     if (nc_engine_outstanding()) nc_engine_progress();
+    release_deferred();
 }
 
 NC_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)

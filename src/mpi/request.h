@@ -73,6 +73,7 @@ struct nc_mpi_request {
         nc_mpi_bcast_call bcast;
     } call;
     nc_mpi_request *next; /* live requests */
+    nc_mpi_request *next_deferred;
 };
 
 /* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent

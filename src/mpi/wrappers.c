@@ -158,6 +158,7 @@ NC_EXPORT int MPI_Finalize(void)
         snprintf(prefix, sizeof prefix, "nodecoll[%d]: ", rank);
         nodecoll_stat_print(stderr, prefix);
     }
+    nc_engine_progress_thread_stop();
     nc_mpi_release_all();
     nc_datatype_release_keyval();
     return PMPI_Finalize();
