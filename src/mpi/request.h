@@ -42,6 +42,30 @@ typedef struct nc_call_form_args {
 } nc_call_form_args;
 static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL};
 
+/* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
+ * entry points of collective Name, from its parameter list and its arguments (both
+ * parenthesised): each calls `fn(args..., form)`. */
+#define NC_UNPAREN(...) __VA_ARGS__
+#define NC_CALL_FORMS(Name, IName, fn, params, args)                                                 \
+    __attribute__((visibility("default"))) int MPI_##Name(NC_UNPAREN params)                          \
+    {                                                                                                 \
+        return fn(NC_UNPAREN args, &nc_blocking_form);                                                \
+    }                                                                                                 \
+    __attribute__((visibility("default"))) int MPI_##IName(NC_UNPAREN params, MPI_Request *request)   \
+    {                                                                                                 \
+        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL});                 \
+    }                                                                                                 \
+    NC_PERSISTENT_FORM(Name, fn, params, args)
+#ifdef NC_PERSISTENT_COLLECTIVES
+#define NC_PERSISTENT_FORM(Name, fn, params, args)                                                            \
+    __attribute__((visibility("default"))) int NC_INIT(Name)(NC_UNPAREN params, MPI_Info info, MPI_Request *request) \
+    {                                                                                                          \
+        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info});                                   \
+    }
+#else
+#define NC_PERSISTENT_FORM(Name, fn, params, args)
+#endif
+
 /* A collective's adapter: what runs at each start (before the operation is queued: pack
  * what is sent) and at each completion (deliver: unpack; returns an MPI error code or 0),
  * and what frees its resources when the request goes (may be NULL). */
