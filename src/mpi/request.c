@@ -60,13 +60,45 @@ static void start_progress_thread(const nc_config *cfg)
     nc_engine_progress_thread_start(level == MPI_THREAD_MULTIPLE, (long)cfg->wait_sleep_us);
 }
 
+/* Handles are kept for reuse, never freed before MPI_Finalize: MPICH 4.0.2 recycles the
+ * object of a freed persistent receive for the application's next persistent collective,
+ * which then hangs (a plain MPICH program shows it: Recv_init, Request_free, Bcast_init,
+ * Start, Wait). */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Request *spare_handles;
+static int spare_count, spare_room;
+
+static int take_handle(MPI_Request *h)
+{
+    pthread_mutex_lock(&handles_lock);
+    int have = spare_count > 0;
+    if (have) *h = spare_handles[--spare_count];
+    pthread_mutex_unlock(&handles_lock);
+    if (have) return 1;
+    return PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, h) == MPI_SUCCESS;
+}
+
+static void give_back_handle(MPI_Request h)
+{
+    pthread_mutex_lock(&handles_lock);
+    if (spare_count == spare_room) {
+        int room = spare_room ? 2 * spare_room : 64;
+        MPI_Request *grown = realloc(spare_handles, (size_t)room * sizeof *grown);
+        if (!grown) nc_fatal("out of memory for request handles");
+        spare_handles = grown;
+        spare_room = room;
+    }
+    spare_handles[spare_count++] = h;
+    pthread_mutex_unlock(&handles_lock);
+}
+
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
     release_deferred();
     start_progress_thread(&s->coll.cfg);
     nc_mpi_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
-    if (PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle) != MPI_SUCCESS) {
+    if (!take_handle(&r->handle)) {
         free(r);
         return NULL;
     }
@@ -81,7 +113,7 @@ nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_c
 static void destroy(nc_mpi_request *r)
 {
     if (r->form->release) r->form->release(r);
-    PMPI_Request_free(&r->handle);
+    give_back_handle(r->handle);
     nc_mpi_comm_drop(r->s);
     free(r);
 }
