@@ -208,10 +208,11 @@ struct result {
     char algs[128];
     int check; /* -1 not checked, else number of ranks that saw a mismatch */
     /* --overlap: t is post + wait (t_pure); each call of the second pass computed for
-     * compute_us, and exposed is t_total - t_compute (per rank, slowest rank per round) */
+     * compute_us and took total (t_total); exposed is t_total - t_compute, taken on each
+     * rank before the slowest rank of a round is */
     int overlap;
     double compute_us[VAR_COUNT];
-    struct sample exposed[VAR_COUNT];
+    struct sample total[VAR_COUNT], exposed[VAR_COUNT];
 };
 
 struct arena; /* pre-faulted buffers shared by every point, measure.c */

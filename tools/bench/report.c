@@ -132,9 +132,9 @@ static void print_limits(FILE *out, const struct limits *l)
 static void print_columns(FILE *out, int overlap)
 {
     if (overlap) {
-        fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-34s | %-34s | %7s  %s\n", "collective",
-                "dtype", "root", "size", "k", "rnds", "nodecoll us: pure comp exp overlap",
-                "host us: pure comp exp overlap", "x host", "algorithm");
+        fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-35s | %-35s | %7s  %s\n", "collective",
+                "dtype", "root", "size", "k", "rnds", "nodecoll us: pure total exp overlap",
+                "host us: pure total exp overlap", "x host", "algorithm");
         return;
     }
     fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
@@ -184,9 +184,9 @@ void report_section(FILE *out, enum mode mode, int overlap)
     fprintf(out, mode_calls[mode], init ? init : "");
     fputc('\n', out);
     if (overlap)
-        fprintf(out, "# overlap: pure = post + wait; each call of a second pass computes for its "
-                     "variant's pure time between post and wait;\n#   exposed = t_total - "
-                     "t_compute; overlap = 1 - exposed / pure, within 0..100%%\n");
+        fprintf(out, "# overlap: pure = post + wait; total = post + compute + wait, computing as long as "
+                     "the variant's pure; exp = total - compute\n#   (per rank);"
+                     " overlap = 1 - exp / pure, within 0..100%%\n");
     print_columns(out, overlap);
 }
 
@@ -200,7 +200,7 @@ static void overlap_row(FILE *out, const struct result *r, const char *sz)
     fprintf(out, "  %-20s %-6s %-6s %6s %6d %4d |", r->pt.coll->name, r->pt.dt->name,
             root_pattern_name(r->pt.root_pattern), sz, r->k, r->rounds);
     for (int v = 0; v < VAR_COUNT; v++)
-        fprintf(out, " %8.2f %8.2f %8.2f %6.1f%% |", r->t[v].max, r->compute_us[v],
+        fprintf(out, " %8.2f %8.2f %8.2f %7.1f%% |", r->t[v].max, r->total[v].max,
                 r->exposed[v].max, result_overlap(r, (enum variant)v));
     fprintf(out, " %6.2fx  %s%s%s\n", result_speedup(r), r->algs, check_text(r),
             result_noisy(r) ? "  noisy" : "");
@@ -307,11 +307,12 @@ static void json_sample(FILE *f, const char *key, const struct sample *s)
     fputs("}", f);
 }
 
-/* One variant's --overlap figures: {compute_us, exposed_us: {...}, pct}. */
+/* One variant's --overlap figures: {compute_us, total_us: {...}, exposed_us: {...}, pct}. */
 static void json_overlap(FILE *f, const char *key, const struct result *r, enum variant v)
 {
     jkey(f, key, 0), fputs("{", f);
     jkey(f, "compute_us", 1), jnum(f, r->compute_us[v]);
+    json_sample(f, "total_us", &r->total[v]);
     json_sample(f, "exposed_us", &r->exposed[v]);
     jkey(f, "pct", 0), jnum(f, result_overlap(r, v));
     fputs("}", f);
@@ -370,9 +371,9 @@ static void csv_mode_columns(FILE *f, const struct result *r)
     fprintf(f, ",%s", mode_name(r->pt.mode));
     for (int v = 0; v < VAR_COUNT; v++)
         if (r->overlap)
-            fprintf(f, ",%.4f,%.4f,%.2f", r->compute_us[v], r->exposed[v].max,
+            fprintf(f, ",%.4f,%.4f,%.4f,%.2f", r->compute_us[v], r->total[v].max, r->exposed[v].max,
                     result_overlap(r, (enum variant)v));
-        else fputs(",,,", f);
+        else fputs(",,,,", f);
     fputc('\n', f);
 }
 
@@ -383,8 +384,8 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
     fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,rounds,"
           "nodecoll_min_us,nodecoll_med_us,nodecoll_max_us,host_min_us,host_med_us,host_max_us,"
           "speedup,bound_us,pct_bound,gbs,algorithms,check,noisy,mode,"
-          "nodecoll_compute_us,nodecoll_exposed_us,nodecoll_overlap_pct,"
-          "host_compute_us,host_exposed_us,host_overlap_pct\n", f);
+          "nodecoll_compute_us,nodecoll_total_us,nodecoll_exposed_us,nodecoll_overlap_pct,"
+          "host_compute_us,host_total_us,host_exposed_us,host_overlap_pct\n", f);
     for (int i = 0; i < n; i++) {
         const struct result *r = &rs[i];
         const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
