@@ -9,7 +9,8 @@
 #include <string.h>
 
 /* Persistent collectives: MPI-4's MPI_<Coll>_init (MPICH 4), or Open MPI 4.1's MPIX_<Coll>_init
- * from its pcollreq extension (mpi-ext.h).  BENCH_INIT(Upper) names the host's (PMPI) form. */
+ * from its pcollreq extension (mpi-ext.h).  BENCH_INIT(prefix, Upper) spells one: prefix P
+ * gives the host's PMPI_ form. */
 #if defined(OPEN_MPI) && defined(__has_include)
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
@@ -58,7 +59,8 @@
     X(scan, Scan, (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))                       \
     X(exscan, Exscan, (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))
 
-/* What completes a posted call: nodecoll's MPI_Wait for nodecoll, PMPI_Wait for the host. */
+/* The request calls of each family: a nodecoll request is started, waited for and freed by
+ * nodecoll's MPI_Start/Wait/Request_free, a host request by PMPI_Start/Wait/Request_free. */
 #define REQUEST_POINTS(X) X(wait, Wait) X(start, Start) X(request_free, Request_free)
 
 /* The member types come from the MPI's own prototypes, so const-ness and MPI_Count
