@@ -1,14 +1,18 @@
 /*
  * The computation --overlap runs between posting a collective and waiting for it: a busy
- * loop that calls no MPI (so it cannot progress either library), calibrated once per rank
- * before the sweep.  Its length is a target; what counts is the time it actually took,
- * which compute_spin returns (a loop preempted by the scheduler takes longer, and that must
- * not show up as communication the computation failed to hide).
+ * loop that calls no MPI (so it cannot progress either library).  It runs in chunks of
+ * about a sixteenth of the requested time, sized by a calibration made once per rank before
+ * the sweep, and reads the clock between chunks until the requested time has passed: a
+ * calibration that came out slow (a core shared with another job at the time) must not make
+ * every later computation short.  What counts is the time it actually took, which
+ * compute_spin returns.
  */
 #include "bench.h"
 
 #define CALIBRATION_S 1e-3 /* one calibration run lasts at least this long */
 #define CALIBRATION_RUNS 5
+#define CHUNKS 16          /* clock reads per computation, about */
+#define CHUNK_MAX_S 1e-6   /* ... but no chunk longer than this */
 
 static volatile double sink;  /* keeps the loop's result alive */
 static double iters_per_s = 1e9;
@@ -39,8 +43,15 @@ void compute_calibrate(void)
     iters_per_s = (double)iters / best;
 }
 
-/* Spins for about `seconds`; returns the seconds it took. */
+/* Spins for at least `seconds` (overshooting by about a chunk); returns the seconds it
+ * took. */
 double compute_spin(double seconds)
 {
-    return time_spin((long)(seconds * iters_per_s));
+    long chunk = (long)(dmin(seconds / CHUNKS, CHUNK_MAX_S) * iters_per_s) + 1;
+    double t0 = now_s(), t;
+    do {
+        spin(chunk);
+        t = now_s();
+    } while (t - t0 < seconds);
+    return t - t0;
 }
