@@ -170,19 +170,18 @@ int report_sectioned(const struct options *o)
     return o->overlap || o->nmodes != 1 || o->modes[0] != MODE_BLOCKING;
 }
 
+/* What each variant calls, per mode (persistent: after the name of the _init functions). */
 static const char *const mode_calls[MODE_COUNT] = {
     "MPI_<Coll> (nodecoll) against PMPI_<Coll> (host)",
     "MPI_I<coll> + MPI_Wait (nodecoll) against PMPI_I<coll> + PMPI_Wait (host)",
-    "%s once per size, untimed; then MPI_Start + MPI_Wait (nodecoll) against PMPI_Start + "
+    " once per size, untimed; then MPI_Start + MPI_Wait (nodecoll) against PMPI_Start + "
     "PMPI_Wait (host)",
 };
 
 void report_section(FILE *out, enum mode mode, int overlap)
 {
-    const char *init = coll_persistent_name();
-    fprintf(out, "#\n# mode: %s: ", mode_name(mode));
-    fprintf(out, mode_calls[mode], init ? init : "");
-    fputc('\n', out);
+    const char *init = mode == MODE_PERSISTENT ? coll_persistent_name() : "";
+    fprintf(out, "#\n# mode: %s: %s%s\n", mode_name(mode), init, mode_calls[mode]);
     if (overlap)
         fprintf(out, "# overlap: pure = post + wait; total = post + compute + wait, computing as long as "
                      "the variant's pure; exp = total - compute\n#   (per rank);"
