@@ -336,6 +336,20 @@ static void review_regressions(MPI_Comm comm)
         free(reqs);
     }
     MPI_Comm_free(&fresh);
+    /* The user frees the derived datatype while the Ibcast using it is pending. */
+    enum { N = 5000 };
+    int *gapped = malloc(2 * N * sizeof(int)), wrong = 0;
+    for (int i = 0; i < 2 * N; i++) gapped[i] = rank == 0 ? i : -1;
+    MPI_Datatype every_other;
+    MPI_Type_vector(N, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Request req;
+    MPI_Ibcast(gapped, 1, every_other, 0, comm, &req);
+    MPI_Type_free(&every_other);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 2 * N; i++) wrong += gapped[i] != (i % 2 == 0 || rank == 0 ? i : -1); /* (gaps untouched) */
+    T_CHECK(!wrong, "Ibcast whose datatype was freed while pending: %d wrong elements", wrong);
+    free(gapped);
 }
 
 /* A communicator freed while an Ibcast on it is pending: the operation still completes. */

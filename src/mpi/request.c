@@ -546,3 +546,19 @@ NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, i
     mixed_close(&m);
     return err;
 }
+
+MPI_Datatype nc_mpi_hold_type(MPI_Datatype type)
+{
+    int integers, addresses, types, combiner;
+    MPI_Datatype held = MPI_DATATYPE_NULL;
+    if (type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS ||
+        combiner == MPI_COMBINER_NAMED)
+        return MPI_DATATYPE_NULL;
+    if (PMPI_Type_dup(type, &held) != MPI_SUCCESS) return MPI_DATATYPE_NULL;
+    return held;
+}
+
+void nc_mpi_release_type(MPI_Datatype *held)
+{
+    if (*held != MPI_DATATYPE_NULL) PMPI_Type_free(held);
+}

@@ -82,7 +82,14 @@ typedef struct nc_mpi_bcast_call {
     nc_data data;
     nc_dt_cursor cursor;
     int is_root;
+    MPI_Datatype held_type; /* a request's own duplicate of a derived type, or MPI_DATATYPE_NULL */
 } nc_mpi_bcast_call;
+
+/* A duplicate of a derived datatype for a request to use while the user may free theirs
+ * (MPI_DATATYPE_NULL for a predefined or invalid type: nothing to hold); released with
+ * nc_mpi_release_type. */
+MPI_Datatype nc_mpi_hold_type(MPI_Datatype type);
+void nc_mpi_release_type(MPI_Datatype *held);
 
 struct nc_mpi_request {
     nc_op op;

@@ -94,9 +94,16 @@ static void bcast_release(nc_mpi_bcast_call *b, MPI_Comm comm)
     nc_buffer_close(&b->buffer, comm, 0);
 }
 
-static void bcast_request_begin(nc_mpi_request *r) { bcast_begin(&r->call.bcast, r->comm); }
-static int bcast_request_deliver(nc_mpi_request *r) { return bcast_deliver(&r->call.bcast, r->comm); }
-static void bcast_request_release(nc_mpi_request *r) { bcast_release(&r->call.bcast, r->comm); }
+/* A request's packing uses MPI_COMM_SELF (the user's communicator may be freed while the
+ * request lives; packing on one machine does not depend on it), and its own duplicate of a
+ * derived datatype (MPI lets the user free the type while the operation is pending). */
+static void bcast_request_begin(nc_mpi_request *r) { bcast_begin(&r->call.bcast, MPI_COMM_SELF); }
+static int bcast_request_deliver(nc_mpi_request *r) { return bcast_deliver(&r->call.bcast, MPI_COMM_SELF); }
+static void bcast_request_release(nc_mpi_request *r)
+{
+    bcast_release(&r->call.bcast, MPI_COMM_SELF);
+    nc_mpi_release_type(&r->call.bcast.held_type);
+}
 static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
 
 static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
@@ -106,7 +113,9 @@ static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Com
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &bcast_form, f->persistent);
     if (!f->blocking && !r) return nc_host_bcast(buf, count, type, root, comm, f);
     nc_mpi_bcast_call stack_call, *b = r ? &r->call.bcast : &stack_call;
-    int bad = bcast_open(b, s, buf, count, type, root, comm);
+    MPI_Datatype held = r ? nc_mpi_hold_type(type) : MPI_DATATYPE_NULL;
+    int bad = bcast_open(b, s, buf, count, held != MPI_DATATYPE_NULL ? held : type, root, comm);
+    b->held_type = held;
     nc_call_record call = {NC_COLL_BCAST, root, NC_CALL_NONE, bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT,
                            bad ? NC_CALL_ANY_BYTES : b->buffer.bytes, 0};
     int err = enter(s, comm, &call, f);
