@@ -76,6 +76,14 @@ typedef struct nc_watch {
     void (*abort_job)(void);  /* the adapter's: stops every rank of the job */
 } nc_watch;
 
+struct nc_algorithm;
+/* The registry's last choice at one level, and the call it was made for. */
+typedef struct nc_choice {
+    const struct nc_algorithm *alg;
+    size_t bytes;
+    int coll;
+} nc_choice;
+
 typedef struct nc_comm {
     int size, rank;
     nc_node node;
@@ -93,6 +101,7 @@ typedef struct nc_comm {
     struct nc_op *queue_head, *queue_tail;
     _Atomic int queue_lock, queued;
     _Atomic int listed;          /* on the engine's list of communicators with operations */
+    nc_choice chosen[2];         /* the registry's last choice per level (registry.c) */
     struct nc_comm *next_pending;
 } nc_comm;
 

@@ -70,7 +70,10 @@ NC_CALL_FORMS(Barrier, Ibarrier, barrier_call, (MPI_Comm comm), (comm))
 static int bcast_open(nc_mpi_bcast_call *b, nc_mpi_comm *s, void *buf, int count, MPI_Datatype type, int root,
                       MPI_Comm comm)
 {
-    memset(b, 0, sizeof *b);
+    /* (not the cursor: about 1 KiB that the datatype engine positions before any use;
+     * clearing it cost 0.03 us per 8-byte Bcast) */
+    b->buffer = (nc_buffer){0};
+    b->data = (nc_data){0};
     b->is_root = s->coll.rank == root;
     return root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
            nc_buffer_open_data(&b->buffer, &b->data, &b->cursor, buf, count, type, comm, 0);
