@@ -6,6 +6,7 @@
 #include "engine.h"
 
 extern const nc_algorithm nc_barrier_flat, nc_barrier_tree, nc_barrier_dissemination;
+extern const nc_algorithm nc_bcast_node;              /* a call on one node: the node step alone */
 extern const nc_algorithm nc_bcast_hierarchy;         /* a call: node steps and the bridge */
 extern const nc_algorithm nc_bcast_shm, nc_bcast_cma; /* node steps */
 

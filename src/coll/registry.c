@@ -30,6 +30,7 @@ static const nc_row rows[] = {
     {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
+    {NC_COLL_BCAST, &nc_bcast_node, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BCAST, &nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BCAST, &nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
     {NC_COLL_BCAST, &nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
