@@ -1,7 +1,7 @@
 /* MPI entry points of the data-movement collectives: Gather(v), Scatter(v), Allgather(v),
  * Alltoall(v,w).  Each turns its arguments into byte blocks (nc_vec) and runs the algorithm
- * of src/coll, or hands the call unchanged to the host MPI: when the selection table says
- * so (the same on every rank), or when this rank's arguments are invalid (the host then
+ * of src/coll, or hands the call unchanged to the host MPI: when the registry says so (the
+ * same on every rank), or when this rank's arguments are invalid (the host then
  * reports its own error class).
  *
  * Datatypes: predefined types whose elements lie back to back are used in place.  So are
@@ -18,7 +18,7 @@
 #include "dtype_decode.h"
 #include "state.h"
 #include "../core/fatal.h"
-#include "../coll/select.h"
+#include "../coll/registry.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
@@ -209,12 +209,8 @@ static move_vec vec_typed(const void *buf, const int *counts, const int *displs,
 
 enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
 
-/* NC_ALG_COUNT when the table accelerates `coll` here (the same on every rank), else why not. */
-static nc_alg_id table_verdict(nc_mpi_comm *s, nc_coll_id coll)
-{
-    nc_alg_id alg = nc_select(&s->coll, coll, 0);
-    return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
-}
+/* NC_ALG_COUNT when the registry accelerates `coll` here (the same on every rank), else why not. */
+static nc_alg_id table_verdict(nc_mpi_comm *s, nc_coll_id coll) { return nc_registry_host_reason(&s->coll, coll); }
 
 /* Enters the call (state.h) with the reason, if any, it goes to the host MPI. */
 static int enter_move(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int root, nc_alg_id host, uint64_t bytes)
