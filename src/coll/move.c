@@ -182,6 +182,35 @@ int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t b
     return in_slot;
 }
 
+int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int root, int every_span)
+{
+    nc_node *n = &c->node;
+    char *slot;
+    nc_span *table = nc_move_area(c, &slot);
+    size_t total = 0, at = 0;
+    for (int i = 0; i < c->size; i++) total += i == root ? 0 : nc_vec_len(send, i);
+    int in_slot = nc_move_use_slot(c, total), nreaders = 0;
+    for (int i = 0; i < c->size; i++) {
+        size_t len = i == root ? 0 : nc_vec_len(send, i);
+        if (!len && !every_span) continue;
+        table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
+        if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
+        at += len;
+        int local = c->node_of[i] == c->node_of[root], serves = every_span && c->node_rank_of[i] == 0;
+        if (i != root && local && (len || serves)) n->move_readers[nreaders++] = c->node_rank_of[i];
+    }
+    nc_move_publish(n, seq, send->base, in_slot, total);
+    nc_move_release(n, seq, n->move_readers, nreaders);
+    return in_slot;
+}
+
+void nc_move_keep_own_block(nc_comm *c, const nc_args *a)
+{
+    const nc_vec *send = a->move.send_vec;
+    if (a->move.recv)
+        nc_data_unpack(a->move.recv, 0, nc_vec_at(send, a->root), nc_fit(c, nc_vec_len(send, a->root), a->move.recv_bytes));
+}
+
 void nc_move_offer_setup(nc_move_offer_step *st, uint64_t seq, const void *data, size_t bytes, const int *readers,
                          int nreaders)
 {

@@ -104,6 +104,15 @@ void nc_move_done(nc_node *n, uint64_t seq);
  * announces only a length); returns whether it went into the slot. */
 int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes);
 
+/* Once my move area is claimed, as `root` of a Scatter(v): publishes block i of `send` for
+ * every rank i but me (slot copies compacted) and releases it for the ranks of my node that
+ * read it; with every_span, empty spans too and my node's leader reads (across nodes it
+ * learns every length and serves the other nodes).  Returns whether it went into the slot. */
+int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int root, int every_span);
+
+/* Scatter(v)'s root: its own block into its receive buffer (none when in place). */
+void nc_move_keep_own_block(nc_comm *c, const nc_args *a);
+
 /* A step: claim my move area, publish one block for `readers` (node ranks) and release it;
  * direct data is kept until they are done. */
 typedef struct nc_move_offer_step {

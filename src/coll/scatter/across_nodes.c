@@ -6,8 +6,6 @@
  * bridge.  Other nodes: the members tell their leader how much they expect (round 1), the
  * leader receives its node's region from the root's leader and publishes it with a span
  * per member (round 2), and the members read their part. */
-#include <string.h>
-
 #include "../algorithms.h"
 #include "../move.h"
 #include "../steps.h"
@@ -26,31 +24,6 @@ typedef struct scatter_state {
 } scatter_state;
 NC_STATE_FITS(scatter_state);
 
-/* The root: every rank's span; readers are my node's receivers, and my leader, which
- * serves the other nodes.  Returns whether the data went into the slot. */
-static int root_publishes(nc_comm *c, const nc_args *a, uint64_t seq)
-{
-    nc_node *n = &c->node;
-    const nc_vec *send = a->move.send_vec;
-    char *slot;
-    nc_span *table = nc_move_area(c, &slot);
-    size_t total = 0, at = 0;
-    for (int i = 0; i < c->size; i++) total += i == a->root ? 0 : nc_vec_len(send, i);
-    int in_slot = nc_move_use_slot(c, total), nreaders = 0;
-    for (int i = 0; i < c->size; i++) {
-        size_t len = i == a->root ? 0 : nc_vec_len(send, i);
-        table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
-        if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
-        at += len;
-        int local = c->node_of[i] == c->node_of[a->root];
-        if (i != a->root && local && (len || c->node_rank_of[i] == 0)) n->move_readers[nreaders++] = c->node_rank_of[i];
-    }
-    nc_move_publish(n, seq, send->base, in_slot, total);
-    nc_move_release(n, seq, n->move_readers, nreaders);
-    if (a->move.recv)
-        nc_data_unpack(a->move.recv, 0, nc_vec_at(send, a->root), nc_fit(c, nc_vec_len(send, a->root), a->move.recv_bytes));
-    return in_slot;
-}
 
 /* The root's leader: every other node's blocks, node-sorted, read out of the root's
  * publication (after which the root may reuse its buffer while I talk to the other nodes). */
@@ -130,7 +103,8 @@ static nc_step progress(nc_op *op, void *state)
     if (c->node_of[c->rank] == root_node) {
         if (is_root) {
             NC_AWAIT(st, nc_move_readers_done(op, n));
-            st->in_slot = root_publishes(c, a, st->seq);
+            st->in_slot = nc_move_publish_blocks(c, st->seq, a->move.send_vec, a->root, 1);
+            nc_move_keep_own_block(c, a);
         }
         if (a->move.recv_bytes || leader) {
             NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[a->root], st->seq, &st->pub));

@@ -2,8 +2,6 @@
  * totals copied into its slot) and every receiver reads its own span straight from it, one
  * single-copy call each, so the copies run on all receivers at once.  Receivers of nothing
  * never contact the root (seed 001). */
-#include <string.h>
-
 #include "../algorithms.h"
 #include "../move.h"
 
@@ -15,36 +13,6 @@ typedef struct scatter_state {
 } scatter_state;
 NC_STATE_FITS(scatter_state);
 
-/* The root's span table: block i of `send` for every rank i that gets data (slot copies
- * compacted), its own block unpacked, and its readers released.  Returns whether the data went
- * into the slot. */
-static int root_publishes(nc_comm *c, const nc_args *a, uint64_t seq)
-{
-    nc_node *n = &c->node;
-    const nc_vec *send = a->move.send_vec;
-    char *slot;
-    nc_span *table = nc_move_area(c, &slot);
-    size_t total = 0, at = 0;
-    int nreaders = 0;
-    for (int i = 0; i < c->size; i++)
-        if (i != a->root) total += nc_vec_len(send, i);
-    int in_slot = nc_move_use_slot(c, total);
-    for (int i = 0; i < c->size; i++) {
-        size_t len = nc_vec_len(send, i);
-        if (i == a->root || !len) continue;
-        table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
-        if (in_slot) memcpy(slot + at, nc_vec_at(send, i), len);
-        at += len;
-        n->move_readers[nreaders++] = c->node_rank_of[i];
-    }
-    nc_move_publish(n, seq, send->base, in_slot, total);
-    if (a->move.recv)
-        nc_data_unpack(a->move.recv, 0, nc_vec_at(send, a->root), nc_fit(c, nc_vec_len(send, a->root), a->move.recv_bytes));
-    nc_move_done(n, seq);
-    nc_move_release(n, seq, n->move_readers, nreaders);
-    return in_slot;
-}
-
 static nc_step progress(nc_op *op, void *state)
 {
     scatter_state *st = state;
@@ -55,7 +23,9 @@ static nc_step progress(nc_op *op, void *state)
     st->seq = nc_take_round(n);
     if (c->rank == a->root) {
         NC_AWAIT(st, nc_move_readers_done(op, n));
-        st->in_slot = root_publishes(c, a, st->seq);
+        st->in_slot = nc_move_publish_blocks(c, st->seq, a->move.send_vec, a->root, 0);
+        nc_move_keep_own_block(c, a);
+        nc_move_done(n, st->seq);
         if (!st->in_slot) NC_AWAIT(st, nc_move_readers_done(op, n));
     } else {
         if (a->move.recv_bytes) {
