@@ -6,6 +6,8 @@
 #include "engine.h"
 
 extern const nc_algorithm nc_barrier_flat, nc_barrier_tree, nc_barrier_dissemination;
+extern const nc_algorithm nc_bcast_hierarchy;         /* a call: node steps and the bridge */
+extern const nc_algorithm nc_bcast_shm, nc_bcast_cma; /* node steps */
 
 /* Data movement (move.h): each family on one node and across nodes; Alltoall(v,w) one
  * algorithm for both; and the host MPI, where single copy does not work on every node. */

@@ -22,4 +22,4 @@ static nc_step progress(nc_op *op, void *state)
     return NC_DONE;
 }
 
-const nc_algorithm nc_move_host = {NC_ALG_PMPI_NO_CMA, always, NULL, progress};
+const nc_algorithm nc_move_host = {NC_ALG_PMPI_NO_CMA, always, NULL, progress, 0};

@@ -1,8 +1,10 @@
 /* The decision table: for each collective, its algorithms in order of preference, each row
  * with the node sizes and message sizes (settings, agreed by every rank) it is preferred
  * for.  A row's algorithm still has the last word through its `applies` (hard requirements:
- * one node, single copy, a power of two...).  Adding an algorithm: its file, its object in
- * algorithms.h, its row here. */
+ * one node, single copy, a power of two...).  Rows are of two levels: a call's algorithm,
+ * and the node algorithm of a step that a call's algorithm runs (the node Bcast inside a
+ * Bcast or an Allreduce), chosen when the step starts.  Adding an algorithm: its file, its
+ * object in algorithms.h, its row here. */
 #include "registry.h"
 
 #include <stddef.h>
@@ -14,22 +16,28 @@
 #define NC_SETTING(field) offsetof(nc_config, field)
 #define NC_ANY NC_NO_SETTING
 
+typedef enum { NC_CALL = 0, NC_NODE_STEP = 1 } nc_level;
+
 typedef struct nc_row {
     nc_coll_id coll;
     const nc_algorithm *alg;
     size_t max_ranks_setting; /* at most this many ranks per node */
     size_t min_bytes_setting, max_bytes_setting;
+    nc_level level;
 } nc_row;
 
 static const nc_row rows[] = {
-    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY}, /* (forced only: the tree comes first) */
+    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
+    {NC_COLL_BCAST, &nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BCAST, &nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
+    {NC_COLL_BCAST, &nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
     /* Data movement: direct reads of large blocks need single copy on every node, else the
      * host MPI runs the call (the adapter hands it over: nc_registry_host_reason). */
 #define NC_MOVE_ROWS(coll, on_node, across_nodes)                                                      \
-    {coll, &on_node, NC_ANY, NC_ANY, NC_ANY}, {coll, &across_nodes, NC_ANY, NC_ANY, NC_ANY},           \
-    {coll, &nc_move_host, NC_ANY, NC_ANY, NC_ANY}
+    {coll, &on_node, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, {coll, &across_nodes, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
     NC_MOVE_ROWS(NC_COLL_GATHER, nc_gather_on_node, nc_gather_across_nodes),
     NC_MOVE_ROWS(NC_COLL_GATHERV, nc_gather_on_node, nc_gather_across_nodes),
     NC_MOVE_ROWS(NC_COLL_SCATTER, nc_scatter_on_node, nc_scatter_across_nodes),
@@ -37,12 +45,12 @@ static const nc_row rows[] = {
     NC_MOVE_ROWS(NC_COLL_ALLGATHER, nc_allgather_on_node, nc_allgather_across_nodes),
     NC_MOVE_ROWS(NC_COLL_ALLGATHERV, nc_allgather_on_node, nc_allgather_across_nodes),
 #undef NC_MOVE_ROWS
-    {NC_COLL_ALLTOALL, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_ALLTOALL, &nc_move_host, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_ALLTOALLV, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_ALLTOALLV, &nc_move_host, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_ALLTOALLW, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_ALLTOALLW, &nc_move_host, NC_ANY, NC_ANY, NC_ANY},
+    {NC_COLL_ALLTOALL, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALL, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLV, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLV, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLW, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLW, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
 };
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
@@ -60,22 +68,37 @@ static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
     static const nc_alg_id barrier_algs[] = {[NC_BARRIER_AUTO] = NC_ALG_COUNT, [NC_BARRIER_FLAT] = NC_ALG_FLAT,
                                              [NC_BARRIER_TREE] = NC_ALG_TREE,
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
+    static const nc_alg_id bcast_algs[] = {[NC_BCAST_AUTO] = NC_ALG_COUNT, [NC_BCAST_SHM] = NC_ALG_SHM,
+                                           [NC_BCAST_CMA] = NC_ALG_CMA};
     switch (coll) {
     case NC_COLL_BARRIER: return barrier_algs[c->cfg.barrier_alg];
+    case NC_COLL_BCAST: return bcast_algs[c->cfg.bcast_alg];
     default: return NC_ALG_COUNT;
     }
 }
 
-const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
+static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
     nc_alg_id want = forced(c, a->coll);
     const size_t nrows = sizeof rows / sizeof rows[0];
     for (size_t i = 0; want != NC_ALG_COUNT && i < nrows; i++)
-        if (rows[i].coll == a->coll && rows[i].alg->id == want && rows[i].alg->applies(c, a)) return rows[i].alg;
+        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == want && rows[i].alg->applies(c, a))
+            return rows[i].alg;
     for (size_t i = 0; i < nrows; i++)
-        if (rows[i].coll == a->coll && row_matches(&rows[i], c, bytes) && rows[i].alg->applies(c, a))
+        if (rows[i].coll == a->coll && rows[i].level == level && row_matches(&rows[i], c, bytes) &&
+            rows[i].alg->applies(c, a))
             return rows[i].alg;
     return NULL; /* unreachable: every collective ends in a row that always applies */
+}
+
+const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    return select_at(NC_CALL, c, a, bytes);
+}
+
+const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    return select_at(NC_NODE_STEP, c, a, bytes);
 }
 
 nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)

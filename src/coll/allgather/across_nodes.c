@@ -114,4 +114,4 @@ static nc_step progress(nc_op *op, void *state)
     NC_END(st);
 }
 
-const nc_algorithm nc_allgather_across_nodes = {NC_ALG_CMA, nc_move_across_nodes, plan, progress};
+const nc_algorithm nc_allgather_across_nodes = {NC_ALG_CMA, nc_move_across_nodes, plan, progress, 0};

@@ -218,4 +218,4 @@ static nc_step progress(nc_op *op, void *state)
     NC_END(st);
 }
 
-const nc_algorithm nc_alltoall_pairwise = {NC_ALG_CMA, nc_move_anywhere, NULL, progress};
+const nc_algorithm nc_alltoall_pairwise = {NC_ALG_CMA, nc_move_anywhere, NULL, progress, 0};

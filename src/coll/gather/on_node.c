@@ -81,4 +81,4 @@ static nc_step progress(nc_op *op, void *state)
     NC_END(st);
 }
 
-const nc_algorithm nc_gather_on_node = {NC_ALG_CMA, nc_move_on_one_node, NULL, progress};
+const nc_algorithm nc_gather_on_node = {NC_ALG_CMA, nc_move_on_one_node, NULL, progress, 0};

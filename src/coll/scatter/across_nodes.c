@@ -138,4 +138,4 @@ static nc_step progress(nc_op *op, void *state)
     NC_END(st);
 }
 
-const nc_algorithm nc_scatter_across_nodes = {NC_ALG_CMA, nc_move_across_nodes, NULL, progress};
+const nc_algorithm nc_scatter_across_nodes = {NC_ALG_CMA, nc_move_across_nodes, NULL, progress, 0};
