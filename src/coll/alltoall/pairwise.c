@@ -68,7 +68,7 @@ static void copy_for_in_place(const nc_comm *c, const nc_vec *recv, char *copy, 
 static void start(nc_comm *c, const nc_args *a, pairwise_state *st)
 {
     const nc_vec *recv = a->move.recv_vec;
-    size_t n = (size_t)c->size, lens_offs = a->move.send_vec ? 0 : nc_carved(sizeof(size_t) * 2 * n);
+    size_t n = (size_t)c->size, lens_offs = a->move.send_vec ? 0 : 2 * nc_carved(sizeof(size_t) * n);
     char *at = nc_move_scratch(c, NC_MOVE_TABLES, nc_carved(sizeof(int) * n) + nc_carved(sizeof(nc_xfer) * 2 * n) + lens_offs);
     st->peers = nc_carve(&at, sizeof(int) * n);
     st->xfers = nc_carve(&at, sizeof(nc_xfer) * 2 * n);
