@@ -32,7 +32,7 @@ int nc_move_use_slot(const nc_comm *c, size_t bytes)
     return bytes <= (size_t)c->cfg.move_slot && bytes <= nc_move_slot_bytes(c);
 }
 
-int nc_move_readers_done(nc_op *op, nc_node *n)
+int nc_move_readers_checked(nc_op *op, nc_node *n)
 {
     /* (readers known to be done are dropped, so each is checked until done, once) */
     for (; n->move_nreaders > 0; n->move_nreaders--) {
@@ -63,29 +63,6 @@ void nc_move_release(nc_node *n, uint64_t seq, const int *readers, int nreaders)
     if (readers != n->move_readers) memcpy(n->move_readers, readers, (size_t)nreaders * sizeof *readers);
     n->move_nreaders = nreaders;
     n->move_readers_seq = seq;
-}
-
-int nc_move_has_published(const nc_comm *c, int peer, uint64_t seq)
-{
-    return nc_flag_read(&nc_node_ctl(&c->node, peer)->move_pub) >= seq;
-}
-
-nc_pub nc_move_pub(const nc_comm *c, int peer)
-{
-    const nc_node *n = &c->node;
-    const nc_flag *f = &nc_node_ctl(n, peer)->move_pub;
-    nc_pub p = {peer, (int)atomic_load_explicit(&f->aux[1], memory_order_relaxed),
-                (const char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed),
-                atomic_load_explicit(&f->aux[2], memory_order_relaxed),
-                (const nc_span *)nc_node_move_area(n, peer)};
-    return p;
-}
-
-int nc_move_published(nc_op *op, nc_comm *c, int peer, uint64_t seq, nc_pub *pub)
-{
-    if (!nc_flag_reached(op, &nc_node_ctl(&c->node, peer)->move_pub, seq)) return 0;
-    if (pub) *pub = nc_move_pub(c, peer);
-    return 1;
 }
 
 /* Where a local read of a publication's bytes at off starts; NULL when they live in another

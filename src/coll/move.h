@@ -56,8 +56,12 @@ int nc_move_use_slot(const nc_comm *c, size_t bytes);
 
 /* For `ready` expressions: whether the readers of my last release are done with it.  My
  * move area may be rewritten (a claim), and data published from my buffer reused, only
- * then; else op->wait names a reader not done yet. */
-int nc_move_readers_done(nc_op *op, nc_node *n);
+ * then; else op->wait names a reader not done yet.  (Inline: most claims find none left.) */
+int nc_move_readers_checked(nc_op *op, nc_node *n);
+static inline int nc_move_readers_done(nc_op *op, nc_node *n)
+{
+    return n->move_nreaders == 0 || nc_move_readers_checked(op, n);
+}
 /* My span table and (via slot) my slot payload area, once nc_move_readers_done. */
 nc_span *nc_move_area(nc_comm *c, char **slot);
 /* Announces round `seq`: `base` is the buffer the spans refer to (ignored when in_slot). */
@@ -70,12 +74,29 @@ void nc_move_release(nc_node *n, uint64_t seq, const int *readers, int nreaders)
 /* ---- reading ------------------------------------------------------------------------- */
 
 /* Whether node rank `peer` has published round `seq` (no wait recorded). */
-int nc_move_has_published(const nc_comm *c, int peer, uint64_t seq);
+static inline int nc_move_has_published(const nc_comm *c, int peer, uint64_t seq)
+{
+    return nc_flag_read(&nc_node_ctl(&c->node, peer)->move_pub) >= seq;
+}
+/* A publication already awaited in this round. */
+static inline nc_pub nc_move_pub(const nc_comm *c, int peer)
+{
+    const nc_node *n = &c->node;
+    const nc_flag *f = &nc_node_ctl(n, peer)->move_pub;
+    nc_pub p = {peer, (int)atomic_load_explicit(&f->aux[1], memory_order_relaxed),
+                (const char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed),
+                atomic_load_explicit(&f->aux[2], memory_order_relaxed),
+                (const nc_span *)nc_node_move_area(n, peer)};
+    return p;
+}
 /* For `ready` expressions: whether `peer` has published round `seq`; then *pub (if not
  * NULL) describes the publication, else op->wait names it. */
-int nc_move_published(nc_op *op, nc_comm *c, int peer, uint64_t seq, nc_pub *pub);
-/* A publication already awaited in this round. */
-nc_pub nc_move_pub(const nc_comm *c, int peer);
+static inline int nc_move_published(nc_op *op, nc_comm *c, int peer, uint64_t seq, nc_pub *pub)
+{
+    if (!nc_flag_reached(op, &nc_node_ctl(&c->node, peer)->move_pub, seq)) return 0;
+    if (pub) *pub = nc_move_pub(c, peer);
+    return 1;
+}
 /* Copies `len` bytes at offset `off` of a publication into `dst`. */
 void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len);
 /* Writes `len` bytes into a publication's buffer at offset `off` (its publisher asked for
