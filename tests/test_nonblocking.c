@@ -5,9 +5,13 @@
  * on one communicator and on two; blocking calls issued while nonblocking ones are pending;
  * MPI_Request_free of an active operation; persistent requests started many times, alone
  * and with MPI_Startall beside host persistent requests. */
+#include <sched.h>
 #include <unistd.h>
 
 #include "common.h"
+
+/* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for a too-small array. */
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
@@ -213,11 +217,147 @@ static void freed_while_active(uint64_t *seed, MPI_Comm comm)
     free(expect);
 }
 
+/* The root waits in a host call for a message the last rank sends only after its Ibcast
+ * completed: the root's part must progress inside that host call (a large message through
+ * the rings needs the root to keep feeding them). */
+static void progress_in_host_calls(uint64_t *seed, MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2) return;
+    enum { COUNT = 1 << 18 };
+    int *buf = malloc(COUNT * sizeof(int)), *expect = malloc(COUNT * sizeof(int));
+    for (int how = 0; how < 4; how++) {
+        int root = (int)(t_rand(seed) % (uint64_t)size), last = (root + size - 1) % size, word = -1, mine = rank;
+        bcast_case c = {MPI_INT, "MPI_INT", COUNT, root, COUNT * sizeof(int)};
+        reference(&c, expect, how, comm);
+        fill(buf, c.extent, rank, how);
+        MPI_Request req, recv;
+        MPI_Status status;
+        MPI_Ibcast(buf, COUNT, MPI_INT, root, comm, &req);
+        if (rank == root) {
+            switch (how) {
+            case 0: MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            case 1: MPI_Irecv(&word, 1, MPI_INT, last, 90, comm, &recv); MPI_Wait(&recv, MPI_STATUS_IGNORE); break;
+            case 2: MPI_Probe(last, 90, comm, &status); MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            default: MPI_Sendrecv(&mine, 1, MPI_INT, last, 91, &word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            }
+            T_CHECK(word == last, "host call %d beside a pending Ibcast received %d, not %d", how, word, last);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (rank == last && how == 3)
+                MPI_Sendrecv(&mine, 1, MPI_INT, root, 90, &word, 1, MPI_INT, root, 91, comm, MPI_STATUS_IGNORE);
+            else if (rank == last)
+                MPI_Send(&mine, 1, MPI_INT, root, 90, comm);
+        }
+        T_CHECK(same(buf, expect, c.extent), "Ibcast beside host call %d differs from the host", how);
+    }
+    free(buf);
+    free(expect);
+}
+
+/* With NODECOLL_PROGRESS_THREAD=1: the root starts a large Ibcast and then makes no MPI
+ * call until the others tell it, through shared memory, that theirs completed; only the
+ * progress thread can move the root's part meanwhile. */
+static void progress_without_mpi_calls(MPI_Comm comm)
+{
+    const char *on = getenv("NODECOLL_PROGRESS_THREAD");
+    if (!on || strcmp(on, "1")) return;
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int rank, size;
+    MPI_Comm_rank(node, &rank);
+    MPI_Comm_size(node, &size);
+    int *done_count;
+    MPI_Win win;
+    MPI_Win_allocate_shared(rank == 0 ? sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, node, &done_count, &win);
+    MPI_Aint bytes;
+    int disp;
+    MPI_Win_shared_query(win, 0, &bytes, &disp, &done_count);
+    if (rank == 0) __atomic_store_n(done_count, 0, __ATOMIC_RELEASE);
+    MPI_Barrier(node);
+    enum { COUNT = 1 << 18 };
+    int *buf = malloc(COUNT * sizeof(int));
+    for (int i = 0; i < COUNT; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Request req;
+    MPI_Ibcast(buf, COUNT, MPI_INT, 0, node, &req);
+    if (rank == 0) {
+        while (__atomic_load_n(done_count, __ATOMIC_ACQUIRE) < size - 1) sched_yield(); /* (no MPI call) */
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        __atomic_add_fetch(done_count, 1, __ATOMIC_RELEASE);
+    }
+    int wrong = 0;
+    for (int i = 0; i < COUNT; i++) wrong += buf[i] != i;
+    T_CHECK(!wrong, "Ibcast progressed by the progress thread: %d wrong elements", wrong);
+    free(buf);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
+/* Review regressions: each of these hung or gave wrong data once.
+ * - a blocking collective of another family (Allreduce) issued while an Ibcast on the same
+ *   communicator is pending runs after it (the root is late, so the others' is pending);
+ * - issuing nonblocking calls never waits for a peer: rank 0 issues more Ibarriers than
+ *   NODECOLL_PENDING_MAX allows while the last rank waits in MPI_Recv for rank 0's message,
+ *   and the first nonblocking call on a communicator not set up yet is local too. */
+static void review_regressions(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (int iter = 0; iter < 5; iter++) {
+        int data[4], in = rank + 1, sum = -1;
+        for (int i = 0; i < 4; i++) data[i] = rank == 0 ? 100 * iter + i : -1;
+        if (rank == 0) usleep(5000);
+        MPI_Request req;
+        MPI_Ibcast(data, 4, MPI_INT, 0, comm, &req);
+        MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, comm);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        T_CHECK(sum == size * (size + 1) / 2, "Allreduce behind a pending Ibcast: %d", sum);
+        T_CHECK(data[0] == 100 * iter && data[3] == 100 * iter + 3, "Ibcast before an Allreduce: %d", data[0]);
+    }
+    if (size < 2) return;
+    const char *max = getenv("NODECOLL_PENDING_MAX");
+    int many = (max ? atoi(max) : 1024) + 2, last = size - 1, token = 7;
+    MPI_Comm fresh;
+    MPI_Comm_dup(comm, &fresh); /* (not set up: its first Ibarrier must be local as well) */
+    for (int round = 0; round < 2; round++) {
+        MPI_Comm on = round ? comm : fresh;
+        int count = round ? many : 1;
+        MPI_Request *reqs = malloc((size_t)count * sizeof *reqs);
+        if (rank == last) MPI_Recv(&token, 1, MPI_INT, 0, 95, comm, MPI_STATUS_IGNORE);
+        for (int i = 0; i < count; i++) MPI_Ibarrier(on, &reqs[i]);
+        if (rank == 0) MPI_Send(&token, 1, MPI_INT, last, 95, comm);
+        MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE);
+        free(reqs);
+    }
+    MPI_Comm_free(&fresh);
+    /* The user frees the derived datatype while the Ibcast using it is pending. */
+    enum { N = 5000 };
+    int *gapped = malloc(2 * N * sizeof(int)), wrong = 0;
+    for (int i = 0; i < 2 * N; i++) gapped[i] = rank == 0 ? i : -1;
+    MPI_Datatype every_other;
+    MPI_Type_vector(N, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Request req;
+    MPI_Ibcast(gapped, 1, every_other, 0, comm, &req);
+    MPI_Type_free(&every_other);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 2 * N; i++) wrong += gapped[i] != (i % 2 == 0 || rank == 0 ? i : -1); /* (gaps untouched) */
+    T_CHECK(!wrong, "Ibcast whose datatype was freed while pending: %d wrong elements", wrong);
+    free(gapped);
+}
+
 /* A communicator freed while an Ibcast on it is pending: the operation still completes. */
 static void comm_freed_while_pending(uint64_t *seed)
 {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Barrier(comm);
     bcast_case c = draw_case(seed);
     char *buf = malloc(c.extent + 1), *expect = malloc(c.extent + 1);
     reference(&c, expect, 9, comm);
@@ -248,9 +388,12 @@ static void persistent(uint64_t *seed, MPI_Comm comm)
     T_BARRIER_INIT(comm, MPI_INFO_NULL, barrier);
     MPI_Send_init(&out, 1, MPI_INT, (rank + 1) % size, 79, comm, &reqs[2]);
     MPI_Recv_init(&in, 1, MPI_INT, (rank + size - 1) % size, 79, comm, &reqs[3]);
-    /* An inactive persistent collective completes at once, with an empty status. */
-    MPI_Wait(bcast, MPI_STATUS_IGNORE);
-    T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    /* An inactive persistent collective completes at once, with an empty status (where
+     * nodecoll serves it: MPICH 4.0.2's own inactive persistent collectives hang in MPI_Wait). */
+    if (size > 1) {
+        MPI_Wait(bcast, MPI_STATUS_IGNORE);
+        T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    }
     for (int start = 0; start < 6; start++) {
         reference(&c, expect, 100 + start, comm);
         fill(buf, c.extent, t_rank, 100 + start);
@@ -273,6 +416,22 @@ static void persistent(uint64_t *seed, MPI_Comm comm)
     free(buf);
     free(expect);
 }
+
+/* After nodecoll's requests came and went, the host's own persistent collective (on
+ * MPI_COMM_SELF, which nodecoll leaves to the host) still works: MPICH 4.0.2 hangs one whose
+ * request object it recycled from a freed persistent receive, nodecoll's kind of handle. */
+static void host_persistent_after_ours(void)
+{
+    int x = t_rank + 1;
+    MPI_Request req;
+    T_BCAST_INIT(&x, 1, MPI_INT, 0, MPI_COMM_SELF, MPI_INFO_NULL, &req);
+    for (int i = 0; i < 3; i++) {
+        MPI_Start(&req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&req);
+    T_CHECK(x == t_rank + 1, "the host's persistent Bcast on MPI_COMM_SELF changed the data");
+}
 #endif
 
 int main(int argc, char **argv)
@@ -282,6 +441,10 @@ int main(int argc, char **argv)
     MPI_Type_commit(&vector_type);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    /* A communicator is set up by its first blocking collective (setting up is collective,
+     * which a nonblocking call must not be); before that the host serves nonblocking calls. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(dup);
     uint64_t seed = 20261124;
     uint64_t before = nodecoll_stat_calls("bcast", "pmpi:*");
     for (int round = 0; round < t_scale(12); round++) {
@@ -299,15 +462,25 @@ int main(int argc, char **argv)
     }
     for (int round = 0; round < t_scale(6); round++) overlapping(&seed, MPI_COMM_WORLD, dup);
     barrier_orders(MPI_COMM_WORLD);
-    freed_while_active(&seed, dup);
+    /* (MPICH 4.0.2 itself rejects MPI_Request_free of an active nonblocking collective,
+     * MPI_ERR_REQUEST: tested where nodecoll serves the call.) */
+    if (t_size > 1) freed_while_active(&seed, dup);
     comm_freed_while_pending(&seed);
+    progress_in_host_calls(&seed, MPI_COMM_WORLD);
+    progress_without_mpi_calls(MPI_COMM_WORLD);
+    review_regressions(MPI_COMM_WORLD);
 #ifdef T_PERSISTENT
-    for (int round = 0; round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
+    /* (On one rank the host serves them, and MPICH 4.0.2's own persistent collectives fail
+     * parts of this test: not nodecoll's to check.) */
+    for (int round = 0; t_size > 1 && round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
 #endif
     if (t_size > 1) {
         T_CHECK(nodecoll_stat_calls("bcast", "pmpi:*") == before, "some Ibcasts went to the host");
         T_CHECK(nodecoll_stat_calls("bcast", "*") > before, "nodecoll served no Ibcast");
     }
+#ifdef T_PERSISTENT
+    host_persistent_after_ours(); /* (after the counters' check: the host serves it) */
+#endif
     MPI_Comm_free(&dup);
     MPI_Type_free(&vector_type);
     return t_finish("test_nonblocking");

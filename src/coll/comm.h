@@ -92,7 +92,7 @@ typedef struct nc_comm {
     /* The engine's (engine.c): operations started here and not completed, in call order. */
     struct nc_op *queue_head, *queue_tail;
     _Atomic int queue_lock, queued;
-    int listed;                  /* on the engine's list of communicators with operations */
+    _Atomic int listed;          /* on the engine's list of communicators with operations */
     struct nc_comm *next_pending;
 } nc_comm;
 
