@@ -10,4 +10,18 @@ extern const nc_algorithm nc_bcast_node;              /* a call on one node: the
 extern const nc_algorithm nc_bcast_hierarchy;         /* a call: node steps and the bridge */
 extern const nc_algorithm nc_bcast_shm, nc_bcast_cma; /* node steps */
 
+/* Data movement (move.h): each family on one node and across nodes; Alltoall(v,w) one
+ * algorithm for both; and the host MPI, where single copy does not work on every node. */
+extern const nc_algorithm nc_gather_on_node, nc_gather_across_nodes;
+extern const nc_algorithm nc_scatter_on_node, nc_scatter_across_nodes;
+extern const nc_algorithm nc_allgather_on_node, nc_allgather_across_nodes;
+extern const nc_algorithm nc_alltoall_pairwise;
+extern const nc_algorithm nc_move_host;
+
+/* The hard requirements of the data-movement algorithms (src/coll/host.c): large blocks
+ * are read or written across the whole node, from any rank, with single copy. */
+int nc_move_on_one_node(const nc_comm *c, const nc_args *a);
+int nc_move_across_nodes(const nc_comm *c, const nc_args *a);
+int nc_move_anywhere(const nc_comm *c, const nc_args *a);
+
 #endif

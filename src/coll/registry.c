@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "algorithms.h"
+#include "../core/kselect.h"
 
 #define NC_NO_SETTING ((size_t)-1)
 #define NC_SETTING(field) offsetof(nc_config, field)
@@ -34,6 +35,24 @@ static const nc_row rows[] = {
     {NC_COLL_BCAST, &nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BCAST, &nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
     {NC_COLL_BCAST, &nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    /* Data movement: direct reads of large blocks need single copy on every node, else the
+     * host MPI runs the call (the adapter hands it over: nc_registry_host_reason). */
+#define NC_MOVE_ROWS(coll, on_node, across_nodes)                                                      \
+    {coll, &on_node, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, {coll, &across_nodes, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    NC_MOVE_ROWS(NC_COLL_GATHER, nc_gather_on_node, nc_gather_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_GATHERV, nc_gather_on_node, nc_gather_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_SCATTER, nc_scatter_on_node, nc_scatter_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_SCATTERV, nc_scatter_on_node, nc_scatter_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_ALLGATHER, nc_allgather_on_node, nc_allgather_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_ALLGATHERV, nc_allgather_on_node, nc_allgather_across_nodes),
+#undef NC_MOVE_ROWS
+    {NC_COLL_ALLTOALL, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALL, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLV, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLV, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLW, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLW, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
 };
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
@@ -97,4 +116,42 @@ const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_
 const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes)
 {
     return select_at(NC_NODE_STEP, c, a, bytes);
+}
+
+nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
+{
+    nc_args a = {.coll = coll, .root = -1};
+    nc_alg_id alg = nc_registry_select(c, &a, 0)->id;
+    return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
+}
+
+/* ---- Allgather(v) across nodes: the leaders' spread -------------------------------------- */
+
+/* Seed 001, equation 1: max volume over the volume at the `fraction` quantile.  A few
+ * nodes far above the bulk make the set skewed. */
+static int volumes_skewed(const nc_comm *c, uint64_t *volumes, int nodes)
+{
+    size_t k = ((size_t)nodes * (size_t)c->cfg.allgatherv_outlier_fraction + 99) / 100;
+    k = k < 1 ? 1 : k > (size_t)nodes ? (size_t)nodes : k;
+    uint64_t bulk = nc_kselect(volumes, (size_t)nodes, k - 1);
+    uint64_t top = nc_kselect(volumes, (size_t)nodes, (size_t)nodes - 1);
+    return top > 0 && top / (uint64_t)c->cfg.allgatherv_outlier_ratio >= bulk;
+}
+
+nc_alg_id nc_registry_spread(const nc_comm *c, uint64_t *volumes, int nodes)
+{
+    int pow2 = (nodes & (nodes - 1)) == 0;
+    nc_alg_id binomial = pow2 ? NC_ALG_RECURSIVE_DOUBLING : NC_ALG_DISSEMINATION;
+    switch (c->cfg.allgatherv_alg) { /* NODECOLL_ALLGATHERV_ALG */
+    case NC_SPREAD_RING: return NC_ALG_RING;
+    case NC_SPREAD_DOUBLING: return binomial;
+    case NC_SPREAD_DISSEMINATION: return NC_ALG_DISSEMINATION;
+    default: break;
+    }
+    uint64_t total = 0;
+    for (int k = 0; k < nodes; k++) total += volumes[k];
+    /* Seed 001: the ring is right for large uniform volumes only; a skewed set (or a small
+     * total, where latency counts) spreads along binomial patterns. */
+    if ((int64_t)total >= c->cfg.allgatherv_ring_min && !volumes_skewed(c, volumes, nodes)) return NC_ALG_RING;
+    return binomial;
 }

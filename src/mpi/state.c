@@ -306,8 +306,9 @@ static void release_resources(nc_mpi_comm *s)
     free(n->move_readers);
     for (int i = 0; i < 2; i++) {
         free(n->scratch[i]);
-        n->scratch[i] = NULL;
-        n->scratch_bytes[i] = 0;
+        free(n->move_scratch[i]);
+        n->scratch[i] = n->move_scratch[i] = NULL;
+        n->scratch_bytes[i] = n->move_scratch_bytes[i] = 0;
     }
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
