@@ -157,6 +157,25 @@ static size_t push_cut(size_t bytes, int children)
     return cut & ~(size_t)4095; /* whole pages for the kernel's copy */
 }
 
+/* A push child offers its buffer for the call of first fragment g0 in its `ready` flag,
+ * tagged with the call: a derived child (no buffer: it pulls everything) does not wait for
+ * the push and may already offer the next call's buffer when the root gets to it, which
+ * must then skip it.  The tag is written before the address and read after it, so an
+ * address is never taken for the wrong call (a review found a root writing one call's tail
+ * into the next call's buffer). */
+static void offer_push_target(nc_flag *ready, char *buffer, uint64_t g0)
+{
+    atomic_store_explicit(&ready->aux[1], g0 + 1, memory_order_relaxed);
+    atomic_store_explicit(&ready->aux[0], (uint64_t)(uintptr_t)buffer, memory_order_release);
+    nc_flag_post(ready, g0 + 1);
+}
+
+static char *push_target(const nc_flag *ready, uint64_t g0)
+{
+    char *buffer = (char *)(uintptr_t)atomic_load_explicit(&ready->aux[0], memory_order_acquire);
+    return atomic_load_explicit(&ready->aux[1], memory_order_relaxed) == g0 + 1 ? buffer : NULL;
+}
+
 static void root_push(nc_node *n, const tree_pos *t, char *buf, size_t bytes, uint64_t g0, uint64_t g_end)
 {
     size_t cut = push_cut(bytes, t->children);
@@ -164,7 +183,7 @@ static void root_push(nc_node *n, const tree_pos *t, char *buf, size_t bytes, ui
         int child = tree_node_rank(n, t, t->first_child + i);
         const nc_rank_ctl *ctl = nc_node_ctl(n, child);
         nc_wait_ge(&ctl->ready, g0 + 1, &n->wait);
-        char *dst = published_buffer(&ctl->ready);
+        char *dst = push_target(&ctl->ready, g0);
         if (dst) nc_node_cma_or_die(n, child, dst + cut, buf + cut, bytes - cut, 1);
     }
     nc_flag_post(&nc_node_ctl(n, n->rank)->push, g_end);
@@ -177,8 +196,7 @@ static void child_pull_and_take_push(nc_node *n, const tree_pos *t, nc_data *l, 
                                      size_t chunk, uint64_t g0, uint64_t g_end)
 {
     nc_rank_ctl *me = nc_node_ctl(n, n->rank);
-    atomic_store_explicit(&me->ready.aux[0], (uint64_t)(uintptr_t)flat, memory_order_relaxed);
-    nc_flag_post(&me->ready, g0 + 1);
+    offer_push_target(&me->ready, flat, g0);
     if (!flat) {
         pull_from_parent(n, t, l, NULL, bytes, chunk, g0);
         return;
