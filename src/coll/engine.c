@@ -222,7 +222,7 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     nc_op op;
     op.c = c;
     op.alg = nc_registry_select(c, args, bytes);
-    nc_stats_count(args->coll, op.alg->id, bytes);
+    if (!op.alg->composed) nc_stats_count(args->coll, op.alg->id, bytes);
     op.args = args;
     op.blocking = 1;
     op.finished = NULL;

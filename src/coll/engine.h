@@ -40,7 +40,7 @@ typedef struct nc_args {
     nc_coll_id coll;
     int root; /* comm rank; -1 for unrooted collectives */
     union {
-        struct { nc_data *data; size_t bytes; } bcast;
+        struct { nc_data *data; size_t bytes; } bcast; /* the root's data, or where it goes */
         struct { /* Reduce, Allreduce (root -1), Reduce_scatter(_block), Scan, Exscan */
             const void *send;
             void *recv;              /* send == recv: in place */
@@ -69,6 +69,7 @@ typedef struct nc_algorithm {
     int (*applies)(const nc_comm *c, const nc_args *a);
     void (*plan)(nc_op *op, void *state);             /* may be NULL */
     nc_step (*progress)(nc_op *op, void *state);
+    int composed; /* runs other algorithms as steps, which count themselves */
 } nc_algorithm;
 
 /* Room for an algorithm's own state (each checks that its state fits, NC_STATE_FITS).  A

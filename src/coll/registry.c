@@ -1,8 +1,10 @@
 /* The decision table: for each collective, its algorithms in order of preference, each row
  * with the node sizes and message sizes (settings, agreed by every rank) it is preferred
  * for.  A row's algorithm still has the last word through its `applies` (hard requirements:
- * one node, single copy, a power of two...).  Adding an algorithm: its file, its object in
- * algorithms.h, its row here. */
+ * one node, single copy, a power of two...).  Rows are of two levels: a call's algorithm,
+ * and the node algorithm of a step that a call's algorithm runs (the node Bcast inside a
+ * Bcast or an Allreduce), chosen when the step starts.  Adding an algorithm: its file, its
+ * object in algorithms.h, its row here. */
 #include "registry.h"
 
 #include <stddef.h>
@@ -13,17 +15,56 @@
 #define NC_SETTING(field) offsetof(nc_config, field)
 #define NC_ANY NC_NO_SETTING
 
+typedef enum { NC_CALL = 0, NC_NODE_STEP = 1 } nc_level;
+
 typedef struct nc_row {
     nc_coll_id coll;
     const nc_algorithm *alg;
     size_t max_ranks_setting; /* at most this many ranks per node */
     size_t min_bytes_setting, max_bytes_setting;
+    nc_level level;
 } nc_row;
 
+/* A reduction's call: in rank order through the host when the bridge's order is not rank
+ * order and the op cares (or in reproducible mode), else the node step meeting the bridge. */
+#define NC_REDUCE_CALL_ROWS(coll)                                 \
+    {coll, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_reduce_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+/* The node step of an Allreduce or Reduce_scatter.  Slices from NODECOLL_REDUCE_CMA_MIN with
+ * single copy, else through the rings from NODECOLL_REDUCE_SHM_MIN: when the rings are too
+ * short for them, the tree (the flat fold's ranks would each read the whole vector).  Flat
+ * for small vectors on small nodes.  Recursive doubling only when forced. */
+#define NC_ALLREDUCE_STEP_ROWS(coll)                                                                     \
+    {coll, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                  \
+    {coll, &nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                  \
+    {coll, &nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                 \
+    {coll, &nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
+    {coll, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                     \
+    {coll, &nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
+
 static const nc_row rows[] = {
-    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY},
-    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY}, /* (forced only: the tree comes first) */
+    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
+    NC_REDUCE_CALL_ROWS(NC_COLL_ALLREDUCE),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
+    {NC_COLL_SCAN, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_SCAN, &nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_SCAN, &nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_EXSCAN, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_EXSCAN, &nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_EXSCAN, &nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    NC_ALLREDUCE_STEP_ROWS(NC_COLL_ALLREDUCE),
+    NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER),
+    NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
+    /* Reduce: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2 ranks the
+     * fan-in tree was faster at every size); flat and shm when forced. */
+    {NC_COLL_REDUCE, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
 };
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
@@ -35,26 +76,61 @@ static int row_matches(const nc_row *r, const nc_comm *c, size_t bytes)
     return r->max_bytes_setting == NC_NO_SETTING || (int64_t)bytes <= setting(c, r->max_bytes_setting);
 }
 
-/* The algorithm a NODECOLL_<COLL>_ALG setting names (NC_ALG_COUNT: auto). */
-static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
+/* What a NODECOLL_<COLL>_ALG setting asks for: `alg` (NC_ALG_COUNT: auto), and what runs
+ * when it does not apply (NC_ALG_COUNT: auto).  A forced reduction algorithm that cannot run
+ * (no single copy, rings too short, not a power of two, a Reduce for recursive doubling)
+ * gives way to the tree. */
+typedef struct nc_forced {
+    nc_alg_id alg, otherwise;
+} nc_forced;
+
+static nc_forced forced(const nc_comm *c, nc_coll_id coll)
 {
     static const nc_alg_id barrier_algs[] = {[NC_BARRIER_AUTO] = NC_ALG_COUNT, [NC_BARRIER_FLAT] = NC_ALG_FLAT,
                                              [NC_BARRIER_TREE] = NC_ALG_TREE,
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
+    static const nc_alg_id reduce_algs[] = {[NC_REDUCE_AUTO] = NC_ALG_COUNT, [NC_REDUCE_FLAT] = NC_ALG_FLAT,
+                                            [NC_REDUCE_TREE] = NC_ALG_TREE, [NC_REDUCE_CMA] = NC_ALG_CMA,
+                                            [NC_REDUCE_SHM] = NC_ALG_SHM,
+                                            [NC_REDUCE_RECURSIVE_DOUBLING] = NC_ALG_RECURSIVE_DOUBLING};
     switch (coll) {
-    case NC_COLL_BARRIER: return barrier_algs[c->cfg.barrier_alg];
-    default: return NC_ALG_COUNT;
+    case NC_COLL_BARRIER: return (nc_forced){barrier_algs[c->cfg.barrier_alg], NC_ALG_COUNT};
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_REDUCE_SCATTER_BLOCK: return (nc_forced){reduce_algs[c->cfg.reduce_alg], NC_ALG_TREE};
+    default: return (nc_forced){NC_ALG_COUNT, NC_ALG_COUNT};
     }
+}
+
+/* The first row of `level` for the call whose algorithm is `id` and applies (NULL: none). */
+static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *c, const nc_args *a)
+{
+    for (size_t i = 0; id != NC_ALG_COUNT && i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == id && rows[i].alg->applies(c, a))
+            return rows[i].alg;
+    return NULL;
+}
+
+static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    nc_forced want = forced(c, a->coll);
+    const nc_algorithm *alg = NULL;
+    if (want.alg != NC_ALG_COUNT && !(alg = row_for(want.alg, level, c, a))) alg = row_for(want.otherwise, level, c, a);
+    if (alg) return alg;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i].coll == a->coll && rows[i].level == level && row_matches(&rows[i], c, bytes) &&
+            rows[i].alg->applies(c, a))
+            return rows[i].alg;
+    return NULL; /* unreachable: every collective ends in a row that always applies */
 }
 
 const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
 {
-    nc_alg_id want = forced(c, a->coll);
-    const size_t nrows = sizeof rows / sizeof rows[0];
-    for (size_t i = 0; want != NC_ALG_COUNT && i < nrows; i++)
-        if (rows[i].coll == a->coll && rows[i].alg->id == want && rows[i].alg->applies(c, a)) return rows[i].alg;
-    for (size_t i = 0; i < nrows; i++)
-        if (rows[i].coll == a->coll && row_matches(&rows[i], c, bytes) && rows[i].alg->applies(c, a))
-            return rows[i].alg;
-    return NULL; /* unreachable: every collective ends in a row that always applies */
+    return select_at(NC_CALL, c, a, bytes);
+}
+
+const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    return select_at(NC_NODE_STEP, c, a, bytes);
 }

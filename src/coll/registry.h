@@ -9,5 +9,7 @@
  * that matches and whose algorithm applies.  The same on every rank (settings agreed at
  * setup, sizes fixed by the type signatures). */
 const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes);
+/* The same for the node algorithm of a step (the node Bcast inside a call). */
+const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes);
 
 #endif

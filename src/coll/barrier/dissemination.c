@@ -52,4 +52,4 @@ static nc_step progress(nc_op *op, void *state)
  * fan-in expresses directly: there the tree runs instead. */
 static int one_node(const nc_comm *c, const nc_args *a) { return !nc_comm_multinode(c); }
 
-const nc_algorithm nc_barrier_dissemination = {NC_ALG_DISSEMINATION, one_node, plan, progress};
+const nc_algorithm nc_barrier_dissemination = {NC_ALG_DISSEMINATION, one_node, plan, progress, 0};

@@ -50,5 +50,5 @@ static nc_step progress(nc_op *op, void *state)
 
 static int always(const nc_comm *c, const nc_args *a) { return 1; }
 
-const nc_algorithm nc_barrier_tree = {NC_ALG_TREE, always, plan_tree, progress};
-const nc_algorithm nc_barrier_flat = {NC_ALG_FLAT, always, plan_flat, progress};
+const nc_algorithm nc_barrier_tree = {NC_ALG_TREE, always, plan_tree, progress, 0};
+const nc_algorithm nc_barrier_flat = {NC_ALG_FLAT, always, plan_flat, progress, 0};
