@@ -18,7 +18,6 @@
 typedef enum { NC_CALL = 0, NC_NODE_STEP = 1 } nc_level;
 
 typedef struct nc_row {
-    nc_coll_id coll;
     const nc_algorithm *alg;
     size_t max_ranks_setting; /* at most this many ranks per node */
     size_t min_bytes_setting, max_bytes_setting;
@@ -27,44 +26,59 @@ typedef struct nc_row {
 
 /* A reduction's call: in rank order through the host when the bridge's order is not rank
  * order and the op cares (or in reproducible mode), else the node step meeting the bridge. */
-#define NC_REDUCE_CALL_ROWS(coll)                                 \
-    {coll, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
-    {coll, &nc_reduce_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+#define NC_REDUCE_CALL_ROWS                                \
+    {&nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {&nc_reduce_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
 /* The node step of an Allreduce or Reduce_scatter.  Slices from NODECOLL_REDUCE_CMA_MIN with
  * single copy, else through the rings from NODECOLL_REDUCE_SHM_MIN: when the rings are too
  * short for them, the tree (the flat fold's ranks would each read the whole vector).  Flat
  * for small vectors on small nodes.  Recursive doubling only when forced. */
-#define NC_ALLREDUCE_STEP_ROWS(coll)                                                                     \
-    {coll, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                  \
-    {coll, &nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                  \
-    {coll, &nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                 \
-    {coll, &nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
-    {coll, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                     \
-    {coll, &nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
+#define NC_ALLREDUCE_STEP_ROWS                                                                      \
+    {&nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                         \
+    {&nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                         \
+    {&nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                        \
+    {&nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
+    {&nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                            \
+    {&nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
 
-static const nc_row rows[] = {
-    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
-    NC_REDUCE_CALL_ROWS(NC_COLL_ALLREDUCE),
-    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE),
-    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER),
-    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
-    {NC_COLL_SCAN, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_SCAN, &nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_SCAN, &nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_EXSCAN, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_EXSCAN, &nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {NC_COLL_EXSCAN, &nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    NC_ALLREDUCE_STEP_ROWS(NC_COLL_ALLREDUCE),
-    NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER),
-    NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
-    /* Reduce: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2 ranks the
-     * fan-in tree was faster at every size); flat and shm when forced. */
-    {NC_COLL_REDUCE, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
-    {NC_COLL_REDUCE, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
-    {NC_COLL_REDUCE, &nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
-    {NC_COLL_REDUCE, &nc_reduce_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+static const nc_row barrier_rows[] = {
+    {&nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {&nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {&nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
+};
+static const nc_row allreduce_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
+static const nc_row reduce_scatter_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
+static const nc_row reduce_scatter_block_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
+static const nc_row reduce_rows[] = {
+    NC_REDUCE_CALL_ROWS,
+    /* The node step: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2 ranks
+     * the fan-in tree was faster at every size); flat and shm when forced. */
+    {&nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
+    {&nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {&nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {&nc_reduce_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+};
+#define NC_SCAN_ROWS                                       \
+    {&nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {&nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {&nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+static const nc_row scan_rows[] = {NC_SCAN_ROWS};
+static const nc_row exscan_rows[] = {NC_SCAN_ROWS};
+
+/* Each collective's rows (the selection reads no other collective's). */
+typedef struct nc_table {
+    const nc_row *rows;
+    size_t count;
+} nc_table;
+#define NC_TABLE(r) {r, sizeof r / sizeof r[0]}
+static const nc_table tables[NC_COLL_COUNT] = {
+    [NC_COLL_BARRIER] = NC_TABLE(barrier_rows),
+    [NC_COLL_ALLREDUCE] = NC_TABLE(allreduce_rows),
+    [NC_COLL_REDUCE] = NC_TABLE(reduce_rows),
+    [NC_COLL_REDUCE_SCATTER] = NC_TABLE(reduce_scatter_rows),
+    [NC_COLL_REDUCE_SCATTER_BLOCK] = NC_TABLE(reduce_scatter_block_rows),
+    [NC_COLL_SCAN] = NC_TABLE(scan_rows),
+    [NC_COLL_EXSCAN] = NC_TABLE(exscan_rows),
 };
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
@@ -106,9 +120,9 @@ static nc_forced forced(const nc_comm *c, nc_coll_id coll)
 /* The first row of `level` for the call whose algorithm is `id` and applies (NULL: none). */
 static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *c, const nc_args *a)
 {
-    for (size_t i = 0; id != NC_ALG_COUNT && i < sizeof rows / sizeof rows[0]; i++)
-        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == id && rows[i].alg->applies(c, a))
-            return rows[i].alg;
+    const nc_table *t = &tables[a->coll];
+    for (size_t i = 0; id != NC_ALG_COUNT && i < t->count; i++)
+        if (t->rows[i].level == level && t->rows[i].alg->id == id && t->rows[i].alg->applies(c, a)) return t->rows[i].alg;
     return NULL;
 }
 
@@ -118,10 +132,10 @@ static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_
     const nc_algorithm *alg = NULL;
     if (want.alg != NC_ALG_COUNT && !(alg = row_for(want.alg, level, c, a))) alg = row_for(want.otherwise, level, c, a);
     if (alg) return alg;
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (rows[i].coll == a->coll && rows[i].level == level && row_matches(&rows[i], c, bytes) &&
-            rows[i].alg->applies(c, a))
-            return rows[i].alg;
+    const nc_table *t = &tables[a->coll];
+    for (size_t i = 0; i < t->count; i++)
+        if (t->rows[i].level == level && row_matches(&t->rows[i], c, bytes) && t->rows[i].alg->applies(c, a))
+            return t->rows[i].alg;
     return NULL; /* unreachable: every collective ends in a row that always applies */
 }
 
