@@ -17,3 +17,8 @@ foreach(test bcast barrier)
   nodecoll_mpi_test(NAME test_${test} SOURCES test_${test}.c NP 2 3 4 ENVS ${NODECOLL_COLL_ENVS} LABELS quick)
   nodecoll_mpi_test(NAME test_${test} SOURCES test_${test}.c NP 5 6 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)
 endforeach()
+
+# Nonblocking and persistent forms (Barrier, Bcast), completed by every completion call.
+nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 1 LABELS quick)
+nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 2 3 4 ENVS ${NODECOLL_COLL_ENVS} LABELS quick)
+nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 5 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)

@@ -139,8 +139,8 @@ static inline int nc_comm_is_leader(const nc_comm *c) { return c->node.rank == 0
 int nc_barrier(nc_comm *c);
 /* Bcast of `bytes` packed bytes, each rank's laid out as its nc_data says. */
 int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
-/* The node-level part of Bcast from node rank `root`; returns the algorithm it ran. */
-nc_alg_id nc_node_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
+/* The node-level part of Bcast from node rank `root`, blocking (the resumable form is in
+ * steps.h); returns the algorithm it ran. */
 nc_alg_id nc_node_bcast_bytes(nc_comm *c, void *buf, size_t bytes, int root);
 
 /* Reductions on `count` elements of r->elem_size bytes.  send == recv means in place (for

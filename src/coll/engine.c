@@ -56,6 +56,7 @@ static void lock(nc_comm *c)
 
 static void complete(nc_op *op)
 {
+    op->err = nc_call_result(op->c, op->err); /* (a truncation noted while it ran is its own) */
     if (op->finished) op->finished(op);
     atomic_store_explicit(&op->done, 1, memory_order_release);
 }
@@ -217,15 +218,27 @@ void nc_comm_drain(nc_comm *c)
     }
 }
 
+void nc_op_prepare(nc_op *op, nc_comm *c, const nc_args *args, size_t bytes, int blocking)
+{
+    nc_op_init(op, c, nc_registry_select(c, args, bytes), args, blocking);
+    op->bytes = bytes;
+}
+
+void nc_op_count(const nc_op *op)
+{
+    if (!op->alg->composed) nc_stats_count(op->args->coll, op->alg->id, op->bytes);
+}
+
 int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
 {
     nc_op op;
     op.c = c;
     op.alg = nc_registry_select(c, args, bytes);
-    if (!op.alg->composed) nc_stats_count(args->coll, op.alg->id, bytes);
     op.args = args;
+    op.bytes = bytes;
     op.blocking = 1;
     op.finished = NULL;
+    nc_op_count(&op);
     if (op.alg->plan) op.alg->plan(&op, op.state);
     nc_op_restart(&op);
     return nc_call_result(c, nc_op_run(&op));

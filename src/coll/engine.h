@@ -74,12 +74,13 @@ typedef struct nc_algorithm {
 
 /* Room for an algorithm's own state (each checks that its state fits, NC_STATE_FITS).  A
  * state begins with `int pc`: where its progress resumes (0: at the start). */
-#define NC_OP_STATE_BYTES 512
+#define NC_OP_STATE_BYTES 1024
 
 struct nc_op {
     nc_comm *c;
     const nc_algorithm *alg;
     const nc_args *args; /* the caller's (a nonblocking call's live until it completes) */
+    size_t bytes;        /* as the registry and the counters count the call */
     int err;             /* the bridge's error code, or NC_TRUNCATED */
     int blocking;        /* a blocking call: bridge steps may use the host's blocking calls */
     nc_waiting wait;
@@ -162,6 +163,12 @@ static inline void nc_op_fail(nc_op *op, int err)
 void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking);
 /* A persistent operation's next start: progress from the beginning, with the same plan. */
 void nc_op_restart(nc_op *op);
+
+/* Prepares op for the call args describe on c, moving `bytes`: the registry's algorithm,
+ * planned (a persistent request's plan serves every start). */
+void nc_op_prepare(nc_op *op, nc_comm *c, const nc_args *args, size_t bytes, int blocking);
+/* Counts a start of op in the statistics (composed algorithms' steps count themselves). */
+void nc_op_count(const nc_op *op);
 
 /* Blocking call of the collective args describe on c, moving `bytes` (for the registry and
  * the counters): the registry's algorithm, counted, run to completion.  0, a bridge error

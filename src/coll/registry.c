@@ -46,6 +46,11 @@ static const nc_row barrier_rows[] = {
     {&nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {&nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
 };
+static const nc_row bcast_rows[] = {
+    {&nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {&nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
+    {&nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+};
 static const nc_row allreduce_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
 static const nc_row reduce_scatter_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
 static const nc_row reduce_scatter_block_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
@@ -73,6 +78,7 @@ typedef struct nc_table {
 #define NC_TABLE(r) {r, sizeof r / sizeof r[0]}
 static const nc_table tables[NC_COLL_COUNT] = {
     [NC_COLL_BARRIER] = NC_TABLE(barrier_rows),
+    [NC_COLL_BCAST] = NC_TABLE(bcast_rows),
     [NC_COLL_ALLREDUCE] = NC_TABLE(allreduce_rows),
     [NC_COLL_REDUCE] = NC_TABLE(reduce_rows),
     [NC_COLL_REDUCE_SCATTER] = NC_TABLE(reduce_scatter_rows),
@@ -107,8 +113,11 @@ static nc_forced forced(const nc_comm *c, nc_coll_id coll)
                                             [NC_REDUCE_TREE] = NC_ALG_TREE, [NC_REDUCE_CMA] = NC_ALG_CMA,
                                             [NC_REDUCE_SHM] = NC_ALG_SHM,
                                             [NC_REDUCE_RECURSIVE_DOUBLING] = NC_ALG_RECURSIVE_DOUBLING};
+    static const nc_alg_id bcast_algs[] = {[NC_BCAST_AUTO] = NC_ALG_COUNT, [NC_BCAST_SHM] = NC_ALG_SHM,
+                                           [NC_BCAST_CMA] = NC_ALG_CMA};
     switch (coll) {
     case NC_COLL_BARRIER: return (nc_forced){barrier_algs[c->cfg.barrier_alg], NC_ALG_COUNT};
+    case NC_COLL_BCAST: return (nc_forced){bcast_algs[c->cfg.bcast_alg], NC_ALG_COUNT};
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
     case NC_COLL_REDUCE_SCATTER:

@@ -11,8 +11,11 @@
 /* Awaits a step: `step` is a call returning nc_step (one per source line, as NC_AWAIT). */
 #define NC_AWAIT_STEP(st, step) NC_AWAIT(st, (step) == NC_DONE)
 
-/* Room for the state of the node algorithm a step runs. */
-#define NC_STEP_STATE_BYTES 160
+/* Room for the state of the node algorithm a step runs (each checks that its state fits,
+ * NC_STEP_STATE_FITS). */
+#define NC_STEP_STATE_BYTES 320
+#define NC_STEP_STATE_FITS(type) \
+    _Static_assert(sizeof(type) <= NC_STEP_STATE_BYTES, #type " does not fit a step's state")
 
 /* ---- Bcast over the node ----------------------------------------------------------------
  * Node rank `root` broadcasts its bytes to every rank of the node, through the node Bcast

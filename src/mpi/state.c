@@ -13,6 +13,7 @@
 #include "../core/cma.h"
 #include "../core/fatal.h"
 #include "../core/segment.h"
+#include "../coll/engine.h"
 #include "../coll/move.h"
 #include "../coll/watch.h"
 #include <sys/mman.h>
@@ -324,6 +325,7 @@ static nc_mpi_comm *create(MPI_Comm comm)
     nc_mpi_comm *s = calloc(1, sizeof *s);
     if (!s) nc_fatal("out of memory for communicator state");
     s->comm = comm;
+    atomic_init(&s->holds, 1);
     s->node_comm = s->bridge_comm = s->private_comm = MPI_COMM_NULL;
     s->fallback = setup(s, comm);
     if (s->fallback != NC_ALG_COUNT) {
@@ -339,18 +341,29 @@ static nc_mpi_comm *create(MPI_Comm comm)
     return s;
 }
 
+void nc_mpi_comm_hold(nc_mpi_comm *s) { atomic_fetch_add_explicit(&s->holds, 1, memory_order_relaxed); }
+
+void nc_mpi_comm_drop(nc_mpi_comm *s)
+{
+    if (atomic_fetch_sub_explicit(&s->holds, 1, memory_order_acq_rel) != 1) return;
+    release_resources(s);
+    free(s->scratch);
+    free(s->counts);
+    free(s);
+}
+
+/* The communicator goes: its pending operations complete first (they use its segment and
+ * bridge); requests still holding it release the state with their last one. */
 static void destroy(nc_mpi_comm *s)
 {
+    nc_comm_drain(&s->coll);
     atomic_fetch_add_explicit(&state_generation, 1, memory_order_acq_rel);
     pthread_mutex_lock(&live_lock);
     if (s->prev) s->prev->next = s->next;
     else live = s->next;
     if (s->next) s->next->prev = s->prev;
     pthread_mutex_unlock(&live_lock);
-    release_resources(s);
-    free(s->scratch);
-    free(s->counts);
-    free(s);
+    nc_mpi_comm_drop(s);
 }
 
 char *nc_mpi_scratch(nc_mpi_comm *s, size_t bytes)

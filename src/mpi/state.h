@@ -4,6 +4,7 @@
 #define NC_MPI_STATE_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 
 #include "../coll/check.h"
 #include "../coll/comm.h"
@@ -20,8 +21,14 @@ typedef struct nc_mpi_comm {
     char *scratch;        /* reused by calls on this communicator (MPI orders them), so a */
     size_t scratch_bytes; /* large one does not fault fresh pages in every time */
     size_t *counts;       /* one per rank, reused likewise (nc_mpi_counts) */
+    _Atomic int holds;    /* 1 while the communicator lives, plus one per nodecoll request on it */
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
+
+/* A request on s keeps its state alive after the communicator is freed (MPI lets pending
+ * operations complete, and persistent requests outlive it until freed). */
+void nc_mpi_comm_hold(nc_mpi_comm *s);
+void nc_mpi_comm_drop(nc_mpi_comm *s);
 
 /* What nc_reduction.host points to: the call's own op and datatype, for inter-node steps
  * through the host MPI (user-defined ops included). */

@@ -3,48 +3,144 @@
  * call whose arguments are wrong, so the host reports them with its own error class. */
 #include <stdio.h>
 
+#include <string.h>
+
 #include "nodecoll.h"
 #include "datatype.h"
+#include "request.h"
 #include "state.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
-NC_EXPORT int MPI_Barrier(MPI_Comm comm)
+static const nc_mpi_call_form no_delivery = {NULL, NULL, NULL};
+
+/* The host's form of a call nodecoll leaves to it: blocking (no request), nonblocking or
+ * persistent. */
+static int nc_host_barrier(MPI_Comm comm, const nc_call_form_args *f)
+{
+    if (!f->request) return PMPI_Barrier(comm);
+#ifdef NC_PERSISTENT_COLLECTIVES
+    if (f->persistent) return NC_HOST_INIT(Barrier)(comm, f->info, f->request);
+#endif
+    return PMPI_Ibarrier(comm, f->request);
+}
+
+static int nc_host_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
+{
+    if (!f->request) return PMPI_Bcast(buf, count, type, root, comm);
+#ifdef NC_PERSISTENT_COLLECTIVES
+    if (f->persistent) return NC_HOST_INIT(Bcast)(buf, count, type, root, comm, f->info, f->request);
+#endif
+    return PMPI_Ibcast(buf, count, type, root, comm, f->request);
+}
+
+static int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_BARRIER);
-    if (!s) return PMPI_Barrier(comm);
+    if (!s) return nc_host_barrier(comm, f);
     nc_call_record call = {NC_COLL_BARRIER, NC_CALL_NONE, NC_CALL_NONE, NC_ALG_COUNT, 0, 0};
     int err = nc_mpi_enter(s, comm, &call);
-    return err ? err : nc_mpi_raise(comm, nc_barrier(&s->coll));
+    if (err) return err;
+    if (!f->request) return nc_mpi_raise(comm, nc_barrier(&s->coll));
+    nc_mpi_request *r = nc_mpi_request_new(s, comm, &no_delivery, f->persistent);
+    if (!r) return nc_host_barrier(comm, f);
+    r->args = (nc_args){.coll = NC_COLL_BARRIER, .root = -1};
+    nc_mpi_request_issue(r, 0, f->request);
+    return MPI_SUCCESS;
+}
+
+NC_EXPORT int MPI_Barrier(MPI_Comm comm) { return barrier_call(comm, &nc_blocking_form); }
+NC_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    return barrier_call(comm, &(nc_call_form_args){request, 0, MPI_INFO_NULL});
+}
+#ifdef NC_PERSISTENT_COLLECTIVES
+NC_EXPORT int NC_INIT(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return barrier_call(comm, &(nc_call_form_args){request, 1, info});
+}
+#endif
+
+/* ---- Bcast: the same steps for every call form ---------------------------------------- */
+
+/* 0, or 1 when the host must judge the arguments. */
+static int bcast_open(nc_mpi_bcast_call *b, nc_mpi_comm *s, void *buf, int count, MPI_Datatype type, int root,
+                      MPI_Comm comm)
+{
+    memset(b, 0, sizeof *b);
+    b->is_root = s->coll.rank == root;
+    return root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
+           nc_buffer_open_data(&b->buffer, &b->data, &b->cursor, buf, count, type, comm, 0);
+}
+
+static void bcast_begin(nc_mpi_bcast_call *b, MPI_Comm comm)
+{
+    if (b->buffer.staging || !nc_data_is_bytes(&b->data))
+        nc_stats_count(NC_COLL_BCAST, b->buffer.staging ? NC_ALG_PACKED : NC_ALG_TYPED, b->buffer.bytes);
+    if (b->is_root && b->buffer.staging) nc_buffer_transfer(&b->buffer, comm, 0);
+}
+
+static int bcast_deliver(nc_mpi_bcast_call *b, MPI_Comm comm)
+{
+    return !b->is_root && b->buffer.staging ? nc_buffer_transfer(&b->buffer, comm, 1) : MPI_SUCCESS;
+}
+
+static void bcast_release(nc_mpi_bcast_call *b, MPI_Comm comm)
+{
+    nc_data_release(&b->data);
+    nc_buffer_close(&b->buffer, comm, 0);
+}
+
+static void bcast_request_begin(nc_mpi_request *r) { bcast_begin(&r->call.bcast, r->comm); }
+static int bcast_request_deliver(nc_mpi_request *r) { return bcast_deliver(&r->call.bcast, r->comm); }
+static void bcast_request_release(nc_mpi_request *r) { bcast_release(&r->call.bcast, r->comm); }
+static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
+
+static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
+{
+    nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_BCAST);
+    if (!s) return nc_host_bcast(buf, count, type, root, comm, f);
+    nc_mpi_request *r = f->request ? nc_mpi_request_new(s, comm, &bcast_form, f->persistent) : NULL;
+    if (f->request && !r) return nc_host_bcast(buf, count, type, root, comm, f);
+    nc_mpi_bcast_call stack_call, *b = r ? &r->call.bcast : &stack_call;
+    int bad = bcast_open(b, s, buf, count, type, root, comm);
+    nc_call_record call = {NC_COLL_BCAST, root, NC_CALL_NONE, bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT,
+                           bad ? NC_CALL_ANY_BYTES : b->buffer.bytes, 0};
+    int err = nc_mpi_enter(s, comm, &call);
+    if (err || bad) {
+        if (r) nc_mpi_request_discard(r);
+        else bcast_release(b, comm);
+        if (err) return err;
+        nc_mpi_fallback(NC_COLL_BCAST, NC_ALG_PMPI_ARGS);
+        return nc_host_bcast(buf, count, type, root, comm, f);
+    }
+    if (r) {
+        r->args = (nc_args){.coll = NC_COLL_BCAST, .root = root, .bcast = {&b->data, b->buffer.bytes}};
+        nc_mpi_request_issue(r, b->buffer.bytes, f->request);
+        return MPI_SUCCESS;
+    }
+    bcast_begin(b, comm);
+    err = nc_bcast(&s->coll, &b->data, b->buffer.bytes, root);
+    int deliver_err = bcast_deliver(b, comm);
+    bcast_release(b, comm);
+    return nc_mpi_raise(comm, err ? err : deliver_err);
 }
 
 NC_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_BCAST);
-    if (!s) return PMPI_Bcast(buf, count, type, root, comm);
-    nc_buffer b = {0};
-    nc_data l = {0};
-    nc_dt_cursor cursor;
-    int is_root = s->coll.rank == root;
-    int bad = root < 0 || root >= s->coll.size || buf == MPI_IN_PLACE ||
-              nc_buffer_open_data(&b, &l, &cursor, buf, count, type, comm, is_root);
-    nc_call_record call = {NC_COLL_BCAST, root, NC_CALL_NONE, bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT,
-                           bad ? NC_CALL_ANY_BYTES : b.bytes, 0};
-    int err = nc_mpi_enter(s, comm, &call);
-    if (err || bad) {
-        nc_data_release(&l);
-        nc_buffer_close(&b, comm, 0);
-        if (err) return err;
-        nc_mpi_fallback(NC_COLL_BCAST, NC_ALG_PMPI_ARGS);
-        return PMPI_Bcast(buf, count, type, root, comm);
-    }
-    if (b.staging || !nc_data_is_bytes(&l))
-        nc_stats_count(NC_COLL_BCAST, b.staging ? NC_ALG_PACKED : NC_ALG_TYPED, b.bytes);
-    err = nc_bcast(&s->coll, &l, b.bytes, root);
-    nc_data_release(&l);
-    int unpack_err = nc_buffer_close(&b, comm, !is_root);
-    return nc_mpi_raise(comm, err ? err : unpack_err);
+    return bcast_call(buf, count, type, root, comm, &nc_blocking_form);
 }
+NC_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return bcast_call(buf, count, type, root, comm, &(nc_call_form_args){request, 0, MPI_INFO_NULL});
+}
+#ifdef NC_PERSISTENT_COLLECTIVES
+NC_EXPORT int NC_INIT(Bcast)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
+                             MPI_Request *request)
+{
+    return bcast_call(buf, count, type, root, comm, &(nc_call_form_args){request, 1, info});
+}
+#endif
 
 NC_EXPORT int MPI_Type_commit(MPI_Datatype *type)
 {

@@ -41,7 +41,7 @@ typedef struct nc_reduce_head {
 } nc_reduce_head;
 
 /* Room for a node reduction algorithm's state inside the node step. */
-#define NC_REDUCE_STEP_STATE_BYTES 448
+#define NC_REDUCE_STEP_STATE_BYTES 608
 #define NC_REDUCE_STATE_FITS(type) \
     _Static_assert(sizeof(type) <= NC_REDUCE_STEP_STATE_BYTES, #type " does not fit a node reduction step")
 

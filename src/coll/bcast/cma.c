@@ -1,0 +1,155 @@
+/* Bcast by single copy (CMA): each child reads the fragments straight from its parent's
+ * buffer as the parent announces them (one copy in all), and announces them in turn from
+ * its own contiguous copy.  With push, the root also writes the tail of every child's
+ * buffer while the children pull the head, sharing the copying among all ranks.  A root
+ * whose data is a derived datatype has no buffer to be read in place: the call then runs
+ * the ring pipeline, and the root tags its pub flag so that every rank of the tree
+ * follows. */
+#include <stdlib.h>
+
+#include "bcast.h"
+#include "../ledger.h"
+#include "../../core/cma.h"
+#include "../../core/fatal.h"
+#include "../../core/team.h"
+
+/* pub.aux[1] of a root that chose the ring: the call's first fragment, tagged (a stale tag
+ * from an earlier call can never match; bit 63 keeps it apart from the addresses reductions
+ * store). */
+#define RING_TAG (UINT64_C(1) << 63)
+
+typedef struct cma_state {
+    nc_bcast_head head;
+    nc_bcast_tree tree;
+    size_t chunk;
+    int push;
+    uint64_t g0, g_end;
+    int ring;
+    char *flat; /* the contiguous copy my children read (my buffer, or a staging copy) */
+    size_t off, pulled;
+    uint64_t g;
+    int i;
+    nc_bcast_ring ring_step;
+} cma_state;
+NC_STEP_STATE_FITS(cma_state);
+
+void nc_node_cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write)
+{
+    int err = nc_par_cma(write, n->pids[peer], remote, local, len);
+    if (err) nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe",
+                      write ? "write to" : "read from", peer, err);
+}
+
+static char *published_buffer(const nc_flag *f)
+{
+    return (char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+}
+
+/* Each of c children gets 1/(c+1) of the message from the root, which then copies as much in
+ * total as each child does. */
+static size_t push_cut(size_t bytes, int children)
+{
+    size_t cut = bytes - bytes / (size_t)(children + 1);
+    return cut & ~(size_t)4095; /* whole pages for the kernel's copy */
+}
+
+static void plan(nc_op *op, void *state)
+{
+    cma_state *st = state;
+    const nc_comm *c = op->c;
+    const nc_node *n = &c->node;
+    size_t bytes = st->head.call.bytes;
+    st->tree = nc_bcast_tree_at(n, st->head.call.root, (int)c->cfg.bcast_radix);
+    st->chunk = (size_t)c->cfg.cma_chunk;
+    /* Push needs every non-root to be a direct child of the root (no forwarding). */
+    st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && c->cfg.bcast_radix >= n->size - 1;
+}
+
+/* Fragments numbered for whichever of the single copy and the ring (a derived root) needs
+ * more. */
+static uint64_t call_frags(const nc_node *n, const cma_state *st)
+{
+    size_t bytes = st->head.call.bytes;
+    uint64_t frags = (bytes + st->chunk - 1) / st->chunk, ring = nc_bcast_ring_frags(n, bytes);
+    return ring > frags ? ring : frags;
+}
+
+/* Reads [off, off + len) of my parent's published buffer into my copy. */
+static void read_from_parent(nc_node *n, cma_state *st, size_t off, size_t len)
+{
+    nc_data *l = st->head.call.data;
+    const char *remote = published_buffer(&nc_node_ctl(n, st->tree.parent)->pub) + off;
+    int err;
+    if (st->flat && st->flat != l->base) { /* a derived forwarder: its children read the contiguous copy */
+        nc_node_cma_or_die(n, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
+        nc_data_unpack(l, off, st->flat + off, len);
+    } else if ((err = nc_data_read(l, n->pids[st->tree.parent], remote, off, len))) {
+        nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", st->tree.parent, err);
+    }
+}
+
+static nc_step progress(nc_op *op, void *state)
+{
+    cma_state *st = state;
+    nc_node *n = &op->c->node;
+    const nc_bcast_tree *t = &st->tree;
+    nc_data *l = st->head.call.data;
+    size_t bytes = st->head.call.bytes;
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    NC_BEGIN(&st->head);
+    st->g0 = nc_take_frags(n, call_frags(n, st));
+    st->g_end = st->g0 + call_frags(n, st);
+    if (t->vrank) {
+        NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->pub, st->g0 + 1));
+        st->ring = atomic_load_explicit(&nc_node_ctl(n, t->parent)->pub.aux[1], memory_order_relaxed) ==
+                   (RING_TAG | (st->g0 + 1));
+    } else {
+        st->ring = !nc_data_is_bytes(l);
+    }
+    /* Whoever is read from needs the packed bytes in one piece. */
+    st->flat = st->ring || nc_data_is_bytes(l) ? l->base : t->children ? nc_alloc_or_die(bytes) : NULL;
+    if (st->ring) {
+        if (t->children) atomic_store_explicit(&me->pub.aux[1], RING_TAG | (st->g0 + 1), memory_order_relaxed);
+        nc_bcast_ring_setup(&st->ring_step, &st->head.call, t, (nc_frag_place){0, 0}, st->g0);
+        NC_AWAIT_STEP(&st->head, nc_bcast_ring_run(op, &st->ring_step));
+    } else if (!t->vrank) {
+        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)st->flat, memory_order_relaxed);
+        nc_flag_post(&me->pub, st->g_end);
+        if (st->push) {
+            for (st->i = 0; st->i < t->children; st->i++) {
+                NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, nc_bcast_tree_rank(n, t, t->first_child + st->i))->ready, st->g0 + 1));
+                int child = nc_bcast_tree_rank(n, t, t->first_child + st->i);
+                char *dst = published_buffer(&nc_node_ctl(n, child)->ready);
+                size_t cut = push_cut(bytes, t->children);
+                if (dst) nc_node_cma_or_die(n, child, dst + cut, st->flat + cut, bytes - cut, 1);
+            }
+            nc_flag_post(&me->push, st->g_end);
+        }
+    } else {
+        atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)st->flat, memory_order_relaxed);
+        /* A push child has the root write the tail [cut, bytes) into its buffer while it pulls
+         * the head; a derived child has no contiguous buffer to be written into: it publishes
+         * none (the root skips it) and pulls everything. */
+        st->pulled = bytes;
+        if (st->push) {
+            atomic_store_explicit(&me->ready.aux[0], (uint64_t)(uintptr_t)st->flat, memory_order_relaxed);
+            nc_flag_post(&me->ready, st->g0 + 1);
+            if (st->flat) st->pulled = push_cut(bytes, n->size - 1);
+        }
+        for (st->off = 0, st->g = st->g0; st->off < st->pulled; st->off += st->chunk, st->g++) {
+            NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->pub, st->g + 1));
+            read_from_parent(n, st, st->off, st->pulled - st->off < st->chunk ? st->pulled - st->off : st->chunk);
+            if (t->children) nc_flag_post(&me->pub, st->g + 1);
+        }
+        if (st->push && st->flat) NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->push, st->g_end));
+    }
+    /* Children read my buffer, or my ring tag: it must stay untouched until they are done. */
+    NC_AWAIT(&st->head, nc_bcast_children_done(op, n, t, st->g_end));
+    nc_flag_post(&me->cons, st->g_end);
+    if (st->flat != l->base) free(st->flat);
+    NC_END(&st->head);
+}
+
+static int node_has_cma(const nc_comm *c, const nc_args *a) { return c->node.cma; }
+
+const nc_algorithm nc_bcast_cma = {NC_ALG_CMA, node_has_cma, plan, progress, 0};

@@ -1,0 +1,93 @@
+/* The node Bcast step (steps.h): the root announces the byte count, every rank chooses the
+ * node algorithm from it, and runs it.
+ *
+ * Every rank plans the call from its node root's byte count, which the root announces in
+ * aux[0] of its inline flag for the call's first fragment (a message that fits rides in the
+ * same flag, so a small Bcast still costs one line transfer).  Ranks whose counts disagree,
+ * an erroneous program, thus still number fragments alike and stay in step.  The flag is
+ * taken for every reader: any rank of the node reads the announcement. */
+#include <stdlib.h>
+
+#include "bcast.h"
+#include "../ledger.h"
+#include "../registry.h"
+#include "../../core/fatal.h"
+
+static const nc_frag_place announcement_place = {1, NC_INLINE_HEADER};
+
+void nc_node_bcast_setup(nc_node_bcast_step *st, nc_data *data, size_t my_bytes, int root)
+{
+    st->pc = 0;
+    st->data = data;
+    st->my_bytes = st->bytes = my_bytes;
+    st->root = root;
+    st->announced = 0;
+    st->whole.base = NULL;
+}
+
+void nc_node_bcast_setup_bytes(nc_node_bcast_step *st, void *buf, size_t bytes, int root)
+{
+    st->plain = nc_data_bytes(buf);
+    nc_node_bcast_setup(st, &st->plain, bytes, root);
+}
+
+static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0)
+{
+    char *data = nc_slot_take(n, announcement_place, g0, 0, 0);
+    nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0);
+    atomic_store_explicit(&f->aux[0], st->bytes, memory_order_relaxed);
+    if (nc_frag_place_aligned(st->bytes).in_flag) nc_data_pack(st->data, 0, data, st->bytes);
+    nc_flag_post(f, g0 + 1);
+}
+
+static const nc_algorithm *choose(const nc_comm *c, const nc_node_bcast_step *st)
+{
+    nc_args a = {.coll = NC_COLL_BCAST, .root = st->root};
+    return nc_registry_select_step(c, &a, st->bytes);
+}
+
+/* Hands the chosen algorithm its call (more bytes than my arguments hold: take part in
+ * full, as my children may expect it all, and keep what fits afterwards) and plans it. */
+static void start_algorithm(nc_op *op, nc_node_bcast_step *st)
+{
+    nc_data *into = st->data;
+    if (st->bytes > st->my_bytes) {
+        st->whole = nc_data_bytes(nc_alloc_or_die(st->bytes));
+        into = &st->whole;
+    }
+    nc_bcast_head *head = (nc_bcast_head *)(void *)st->alg_state;
+    *head = (nc_bcast_head){0, {into, st->bytes, st->root, st->announced}};
+    if (st->alg->plan) st->alg->plan(op, st->alg_state);
+}
+
+nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
+{
+    nc_comm *c = op->c;
+    nc_node *n = &c->node;
+    NC_BEGIN(st);
+    /* Nothing to send takes no step (as in the host MPIs, a count of zero on some ranks only
+     * cannot be detected: those ranks are gone before the others could learn of it). */
+    if (!st->my_bytes) {
+        st->alg = choose(c, st);
+        return NC_DONE;
+    }
+    if (c->cfg.bcast_check) {
+        if (n->rank == st->root) {
+            NC_AWAIT(st, nc_slot_free(op, n, announcement_place, n->frag));
+            announce(n, st, n->frag);
+        } else {
+            NC_AWAIT(st, nc_flag_reached(op, nc_frag_signal(n, announcement_place, st->root, n->frag), n->frag + 1));
+            st->bytes = atomic_load_explicit(&nc_frag_signal(n, announcement_place, st->root, n->frag)->aux[0],
+                                             memory_order_relaxed);
+        }
+        st->announced = 1;
+    }
+    st->alg = choose(c, st);
+    start_algorithm(op, st);
+    NC_AWAIT_STEP(st, st->alg->progress(op, st->alg_state));
+    if (st->whole.base) {
+        nc_data_unpack(st->data, 0, st->whole.base, nc_fit(c, st->bytes, st->my_bytes));
+        free(st->whole.base);
+    }
+    NC_END(st);
+}

@@ -1,0 +1,433 @@
+/* Nonblocking and persistent collectives as MPI requests (request.h). */
+#include "request.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "../core/fatal.h"
+
+#define NC_EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_mpi_request *live;   /* every request handed to the user and not yet freed */
+static _Atomic int live_count; /* lets completion calls skip the lookup when zero */
+
+static int any_live(void) { return atomic_load_explicit(&live_count, memory_order_acquire) != 0; }
+
+static nc_mpi_request *find(MPI_Request handle)
+{
+    if (handle == MPI_REQUEST_NULL) return NULL;
+    pthread_mutex_lock(&live_lock);
+    nc_mpi_request *r = live;
+    while (r && r->handle != handle) r = r->next;
+    pthread_mutex_unlock(&live_lock);
+    return r;
+}
+
+static void link_live(nc_mpi_request *r)
+{
+    pthread_mutex_lock(&live_lock);
+    r->next = live;
+    live = r;
+    atomic_fetch_add_explicit(&live_count, 1, memory_order_release);
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void unlink_live(nc_mpi_request *r)
+{
+    pthread_mutex_lock(&live_lock);
+    for (nc_mpi_request **at = &live; *at; at = &(*at)->next)
+        if (*at == r) {
+            *at = r->next;
+            atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+}
+
+nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
+{
+    nc_mpi_request *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    if (PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle) != MPI_SUCCESS) {
+        free(r);
+        return NULL;
+    }
+    r->s = s;
+    nc_mpi_comm_hold(s);
+    r->comm = comm;
+    r->form = form;
+    r->persistent = persistent;
+    return r;
+}
+
+static void destroy(nc_mpi_request *r)
+{
+    if (r->form->release) r->form->release(r);
+    PMPI_Request_free(&r->handle);
+    nc_mpi_comm_drop(r->s);
+    free(r);
+}
+
+void nc_mpi_request_discard(nc_mpi_request *r) { destroy(r); }
+
+static void operation_finished(nc_op *op);
+
+void nc_mpi_request_issue(nc_mpi_request *r, size_t bytes, MPI_Request *user)
+{
+    nc_op_prepare(&r->op, &r->s->coll, &r->args, bytes, 0);
+    r->op.owner = r;
+    r->op.finished = operation_finished;
+    *user = r->handle;
+    link_live(r);
+    if (!r->persistent) nc_mpi_request_start(r);
+}
+
+/* Delivers r's results (a completion call, or the engine for a freed request); its MPI
+ * error code. */
+static int deliver(nc_mpi_request *r)
+{
+    int err = r->form->deliver ? r->form->deliver(r) : MPI_SUCCESS;
+    if (r->op.err == NC_TRUNCATED) return MPI_ERR_TRUNCATE;
+    return r->op.err ? r->op.err : err;
+}
+
+/* A request freed while active is released by whoever comes second: the engine completing
+ * its operation, or MPI_Request_free. */
+static void release_detached(nc_mpi_request *r)
+{
+    deliver(r);
+    unlink_live(r);
+    destroy(r);
+}
+
+static void operation_finished(nc_op *op)
+{
+    nc_mpi_request *r = op->owner;
+    if (atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) release_detached(r);
+}
+
+void nc_mpi_request_start(nc_mpi_request *r)
+{
+    if (r->form->begin) r->form->begin(r);
+    nc_op_restart(&r->op);
+    nc_op_count(&r->op);
+    atomic_store_explicit(&r->detached, 0, memory_order_relaxed);
+    r->active = 1;
+    nc_op_start(&r->op);
+}
+
+/* ---- completion ------------------------------------------------------------------------ */
+
+static void empty_status(MPI_Status *status)
+{
+    if (status == MPI_STATUS_IGNORE) return;
+    MPI_Request inactive = MPI_REQUEST_NULL;
+    PMPI_Wait(&inactive, status); /* the host's own empty status */
+}
+
+/* r's operation is done: deliver, fill the status, and retire the request (a persistent one
+ * becomes inactive, any other is freed and the user's handle nulled).  Its MPI error code,
+ * raised on its communicator. */
+static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
+{
+    int err = deliver(r);
+    MPI_Comm comm = r->comm;
+    empty_status(status);
+    r->active = 0;
+    if (!r->persistent) {
+        unlink_live(r);
+        destroy(r);
+        *user = MPI_REQUEST_NULL;
+    }
+    return err ? nc_mpi_raise(comm, err) : MPI_SUCCESS;
+}
+
+static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
+
+/* An active nodecoll request behind handle h, else NULL (host requests, inactive ones). */
+static nc_mpi_request *active_request(MPI_Request h)
+{
+    nc_mpi_request *r = find(h);
+    return r && r->active ? r : NULL;
+}
+
+NC_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    nc_mpi_request *r = any_live() ? active_request(*request) : NULL;
+    if (!r) return PMPI_Wait(request, status);
+    nc_op_wait(&r->op);
+    return retire(r, request, status);
+}
+
+NC_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    nc_mpi_request *r = any_live() ? active_request(*request) : NULL;
+    if (!r) return PMPI_Test(request, flag, status);
+    *flag = done(r);
+    return *flag ? retire(r, request, status) : MPI_SUCCESS;
+}
+
+NC_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    nc_mpi_request *r = any_live() ? active_request(request) : NULL;
+    if (!r) return PMPI_Request_get_status(request, flag, status);
+    *flag = done(r);
+    if (*flag) empty_status(status);
+    return MPI_SUCCESS;
+}
+
+NC_EXPORT int MPI_Request_free(MPI_Request *request)
+{
+    nc_mpi_request *r = any_live() ? find(*request) : NULL;
+    if (!r) return PMPI_Request_free(request);
+    *request = MPI_REQUEST_NULL;
+    if (!r->active) {
+        unlink_live(r);
+        destroy(r);
+    } else if (atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) {
+        release_detached(r); /* its operation had completed already */
+    }
+    return MPI_SUCCESS;
+}
+
+static int start_one(MPI_Request *request)
+{
+    nc_mpi_request *r = any_live() ? find(*request) : NULL;
+    if (!r || !r->persistent || r->active) return PMPI_Start(request); /* (the host judges misuse) */
+    nc_mpi_request_start(r);
+    return MPI_SUCCESS;
+}
+
+NC_EXPORT int MPI_Start(MPI_Request *request) { return start_one(request); }
+
+NC_EXPORT int MPI_Startall(int count, MPI_Request requests[])
+{
+    if (!any_live() || count <= 0) return PMPI_Startall(count, requests);
+    for (int i = 0; i < count; i++) {
+        int err = start_one(&requests[i]);
+        if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- arrays mixing nodecoll and host requests -------------------------------------------
+ * The host sees a copy of the array in which the active nodecoll requests are
+ * MPI_REQUEST_NULL; what it does to its entries is copied back. */
+typedef struct mixed {
+    int count;
+    nc_mpi_request **ours; /* per entry: an active nodecoll request, or NULL */
+    MPI_Request *host;     /* the host's view */
+    int active_ours;
+} mixed;
+
+static int mixed_open(mixed *m, int count, const MPI_Request *requests)
+{
+    m->count = count;
+    m->active_ours = 0;
+    m->ours = calloc((size_t)count, sizeof *m->ours);
+    m->host = malloc((size_t)count * sizeof *m->host);
+    if (!m->ours || !m->host) nc_fatal("out of memory for %d requests", count);
+    for (int i = 0; i < count; i++) {
+        m->ours[i] = active_request(requests[i]);
+        m->host[i] = m->ours[i] ? MPI_REQUEST_NULL : requests[i];
+        m->active_ours += m->ours[i] != NULL;
+    }
+    return m->active_ours;
+}
+
+static void mixed_close(mixed *m)
+{
+    free(m->ours);
+    free(m->host);
+}
+
+static void copy_back_host(const mixed *m, MPI_Request *requests)
+{
+    for (int i = 0; i < m->count; i++)
+        if (!m->ours[i]) requests[i] = m->host[i];
+}
+
+static MPI_Status *status_at(MPI_Status *statuses, int i)
+{
+    return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+}
+
+/* Retires every done nodecoll request of m; the number retired; *err: an error of one of
+ * them.  With `indices` (the some-forms), their indices are appended there and their
+ * statuses fill `statuses` in the same order; else each status is at its request's index. */
+static int retire_done(mixed *m, MPI_Request *requests, MPI_Status *statuses, int *indices, int *err)
+{
+    int retired = 0;
+    for (int i = 0; i < m->count; i++) {
+        if (!m->ours[i] || !done(m->ours[i])) continue;
+        MPI_Status *status = status_at(statuses, indices ? retired : i);
+        int e = retire(m->ours[i], &requests[i], status);
+        if (e != MPI_SUCCESS) {
+            *err = e;
+            if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = e;
+        }
+        m->ours[i] = NULL;
+        m->host[i] = requests[i]; /* (a persistent one is now inactive; else null) */
+        m->active_ours--;
+        if (indices) indices[retired] = i;
+        retired++;
+    }
+    return retired;
+}
+
+static int all_ours_done(const mixed *m)
+{
+    for (int i = 0; i < m->count; i++)
+        if (m->ours[i] && !done(m->ours[i])) return 0;
+    return 1;
+}
+
+static void idle(void)
+{
+    if (!nc_engine_progress()) sched_yield();
+}
+
+NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    mixed m;
+    if (!any_live() || count <= 0) return PMPI_Waitall(count, requests, statuses);
+    if (!mixed_open(&m, count, requests)) {
+        mixed_close(&m);
+        return PMPI_Waitall(count, requests, statuses);
+    }
+    /* The host completes its entries all at once, writing every status (ours empty); ours
+     * are retired last, so their statuses stand. */
+    int err = MPI_SUCCESS, host_done = 0, host_err = MPI_SUCCESS;
+    while (!host_done || !all_ours_done(&m)) {
+        if (!host_done) {
+            host_err = PMPI_Testall(count, m.host, &host_done, statuses);
+            if (host_done) copy_back_host(&m, requests);
+        }
+        if (!host_done || !all_ours_done(&m)) idle();
+    }
+    retire_done(&m, requests, statuses, NULL, &err);
+    mixed_close(&m);
+    return err != MPI_SUCCESS ? err : host_err;
+}
+
+NC_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    mixed m;
+    if (!any_live() || count <= 0) return PMPI_Testall(count, requests, flag, statuses);
+    if (!mixed_open(&m, count, requests)) {
+        mixed_close(&m);
+        return PMPI_Testall(count, requests, flag, statuses);
+    }
+    /* Nothing may complete unless everything does: test ours first, then let the host
+     * complete its entries (all or none). */
+    int err = MPI_SUCCESS;
+    *flag = 0;
+    if (all_ours_done(&m)) err = PMPI_Testall(count, m.host, flag, statuses);
+    if (*flag) {
+        copy_back_host(&m, requests);
+        int ours_err = MPI_SUCCESS;
+        retire_done(&m, requests, statuses, NULL, &ours_err);
+        if (ours_err != MPI_SUCCESS) err = ours_err;
+    }
+    mixed_close(&m);
+    return err;
+}
+
+/* One pass of Waitany/Testany: 1 when it has an answer in *index. */
+static int any_pass(mixed *m, MPI_Request *requests, int *index, MPI_Status *status, int *err)
+{
+    for (int i = 0; i < m->count; i++)
+        if (m->ours[i] && done(m->ours[i])) {
+            *index = i;
+            *err = retire(m->ours[i], &requests[i], status);
+            return 1;
+        }
+    int flag = 0;
+    *err = PMPI_Testany(m->count, m->host, index, &flag, status);
+    if (*err != MPI_SUCCESS) return 1;
+    if (flag && *index != MPI_UNDEFINED) {
+        requests[*index] = m->host[*index];
+        return 1;
+    }
+    return flag && !m->active_ours; /* nothing active at all: MPI_UNDEFINED */
+}
+
+NC_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    mixed m;
+    if (!any_live() || count <= 0) return PMPI_Waitany(count, requests, index, status);
+    if (!mixed_open(&m, count, requests)) {
+        mixed_close(&m);
+        return PMPI_Waitany(count, requests, index, status);
+    }
+    int err = MPI_SUCCESS;
+    while (!any_pass(&m, requests, index, status, &err)) idle();
+    mixed_close(&m);
+    return err;
+}
+
+NC_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    mixed m;
+    if (!any_live() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
+    if (!mixed_open(&m, count, requests)) {
+        mixed_close(&m);
+        return PMPI_Testany(count, requests, index, flag, status);
+    }
+    int err = MPI_SUCCESS;
+    nc_engine_progress();
+    *flag = any_pass(&m, requests, index, status, &err);
+    if (!*flag) *index = MPI_UNDEFINED;
+    mixed_close(&m);
+    return err;
+}
+
+/* One pass of Waitsome/Testsome: ours first, then the host's; 1 when it has an answer. */
+static int some_pass(mixed *m, MPI_Request *requests, int *outcount, int *indices, MPI_Status *statuses, int *err)
+{
+    int ours = retire_done(m, requests, statuses, indices, err);
+    int host_count = 0;
+    MPI_Status *host_statuses = statuses == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : statuses + ours;
+    int e = PMPI_Testsome(m->count, m->host, &host_count, indices + ours, host_statuses);
+    if (e != MPI_SUCCESS && *err == MPI_SUCCESS) *err = e;
+    if (host_count == MPI_UNDEFINED) {
+        *outcount = ours ? ours : m->active_ours ? 0 : MPI_UNDEFINED;
+    } else {
+        for (int k = 0; k < host_count; k++) requests[indices[ours + k]] = m->host[indices[ours + k]];
+        *outcount = ours + host_count;
+    }
+    return *outcount != 0;
+}
+
+NC_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    mixed m;
+    if (!any_live() || incount <= 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    if (!mixed_open(&m, incount, requests)) {
+        mixed_close(&m);
+        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    }
+    int err = MPI_SUCCESS;
+    while (!some_pass(&m, requests, outcount, indices, statuses, &err)) idle();
+    mixed_close(&m);
+    return err;
+}
+
+NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    mixed m;
+    if (!any_live() || incount <= 0) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    if (!mixed_open(&m, incount, requests)) {
+        mixed_close(&m);
+        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    }
+    int err = MPI_SUCCESS;
+    nc_engine_progress();
+    some_pass(&m, requests, outcount, indices, statuses, &err);
+    mixed_close(&m);
+    return err;
+}

@@ -1,0 +1,89 @@
+/* Nonblocking and persistent collectives as MPI requests (request.c).
+ *
+ * A nodecoll request is an engine operation (coll/engine.h) plus what the adapter needs to
+ * deliver its results (staging copies to unpack, layouts to release).  Its MPI_Request
+ * handle is a real request of the host MPI: an inactive persistent receive from
+ * MPI_PROC_NULL, so that every host call given it sees a valid, inactive request (an empty
+ * status at once).  nodecoll replaces the completion calls (Wait, Test and their all / any /
+ * some forms, Request_get_status, Request_free, Start, Startall): they look the handle up
+ * among the live nodecoll requests and hand everything else to the host, untouched; when no
+ * nodecoll request is live they go straight to the host. */
+#ifndef NC_MPI_REQUEST_H
+#define NC_MPI_REQUEST_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+
+#include "datatype.h"
+#include "state.h"
+#include "../coll/engine.h"
+
+/* Persistent collectives: MPI-4's MPI_<Coll>_init (MPICH 4), or Open MPI 4.1's MPIX_ forms
+ * (mpi-ext.h); found at build time. */
+#if defined(NODECOLL_HAVE_MPI_PERSISTENT)
+#define NC_PERSISTENT_COLLECTIVES 1
+#define NC_INIT(coll) MPI_##coll##_init
+#define NC_HOST_INIT(coll) PMPI_##coll##_init
+#elif defined(NODECOLL_HAVE_MPIX_PERSISTENT)
+#include <mpi-ext.h>
+#define NC_PERSISTENT_COLLECTIVES 1
+#define NC_INIT(coll) MPIX_##coll##_init
+#define NC_HOST_INIT(coll) PMPIX_##coll##_init
+#endif
+
+typedef struct nc_mpi_request nc_mpi_request;
+
+/* Which form of a collective the user called: blocking (request NULL), nonblocking, or
+ * persistent (with its info). */
+typedef struct nc_call_form_args {
+    MPI_Request *request;
+    int persistent;
+    MPI_Info info;
+} nc_call_form_args;
+static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL};
+
+/* A collective's adapter: what runs at each start (before the operation is queued: pack
+ * what is sent) and at each completion (deliver: unpack; returns an MPI error code or 0),
+ * and what frees its resources when the request goes (may be NULL). */
+typedef struct nc_mpi_call_form {
+    void (*begin)(nc_mpi_request *r);
+    int (*deliver)(nc_mpi_request *r);
+    void (*release)(nc_mpi_request *r);
+} nc_mpi_call_form;
+
+/* Per collective: where its buffers' descriptions live while the operation runs. */
+typedef struct nc_mpi_bcast_call {
+    nc_buffer buffer;
+    nc_data data;
+    nc_dt_cursor cursor;
+    int is_root;
+} nc_mpi_bcast_call;
+
+struct nc_mpi_request {
+    nc_op op;
+    nc_args args;
+    const nc_mpi_call_form *form;
+    nc_mpi_comm *s;
+    MPI_Comm comm;
+    MPI_Request handle; /* the user's: an inactive host persistent request */
+    int persistent;
+    int active;         /* started, not yet completed by a completion call */
+    _Atomic int detached; /* freed while active: released when the operation completes */
+    union {
+        nc_mpi_bcast_call bcast;
+    } call;
+    nc_mpi_request *next; /* live requests */
+};
+
+/* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent
+ * init's); NULL when none can be made (the call then goes to the host). */
+nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent);
+/* Gives back a request that was never started (the call went to the host after all). */
+void nc_mpi_request_discard(nc_mpi_request *r);
+/* Starts r: begin, then queue the operation (MPI_Start). */
+void nc_mpi_request_start(nc_mpi_request *r);
+/* Hands r, whose args are set, to the user: prepares its operation (`bytes` as the registry
+ * counts them) and starts it unless it is persistent. */
+void nc_mpi_request_issue(nc_mpi_request *r, size_t bytes, MPI_Request *user);
+
+#endif

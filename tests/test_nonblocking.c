@@ -1,0 +1,314 @@
+/* Nonblocking and persistent collectives against the host MPI: every result compared with
+ * the same call through PMPI, completed by every completion call (Wait, Test, the all / any /
+ * some forms, Request_get_status) in arrays that mix nodecoll requests, host point-to-point
+ * requests, MPI_REQUEST_NULL and inactive persistent requests; several operations in flight
+ * on one communicator and on two; blocking calls issued while nonblocking ones are pending;
+ * MPI_Request_free of an active operation; persistent requests started many times, alone
+ * and with MPI_Startall beside host persistent requests. */
+#include <unistd.h>
+
+#include "common.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) || MPI_VERSION >= 4
+#define T_PERSISTENT 1
+#endif
+#if defined(OPEN_MPI) && OPEN_MPI
+#define T_BCAST_INIT MPIX_Bcast_init
+#define T_BARRIER_INIT MPIX_Barrier_init
+#else
+#define T_BCAST_INIT MPI_Bcast_init
+#define T_BARRIER_INIT MPI_Barrier_init
+#endif
+
+enum { MAX_COUNT = 70000 };
+
+typedef struct bcast_case {
+    MPI_Datatype type;
+    const char *type_name;
+    int count, root;
+    size_t extent; /* of the buffer in bytes */
+} bcast_case;
+
+static MPI_Datatype vector_type; /* every other int: a derived type with gaps */
+
+static bcast_case draw_case(uint64_t *seed)
+{
+    static const int counts[] = {0, 1, 3, 17, 250, 4096, 33000, MAX_COUNT};
+    bcast_case c;
+    c.count = counts[t_rand(seed) % (sizeof counts / sizeof counts[0])];
+    c.root = (int)(t_rand(seed) % (uint64_t)t_size);
+    switch (t_rand(seed) % 3) {
+    case 0: c.type = MPI_INT, c.type_name = "MPI_INT", c.extent = sizeof(int) * (size_t)c.count; break;
+    case 1: c.type = MPI_DOUBLE, c.type_name = "MPI_DOUBLE", c.extent = sizeof(double) * (size_t)c.count; break;
+    default: c.type = vector_type, c.type_name = "vector", c.extent = 2 * sizeof(int) * (size_t)c.count; break;
+    }
+    return c;
+}
+
+static void fill(void *buf, size_t bytes, int rank, int salt)
+{
+    unsigned char *p = buf;
+    for (size_t i = 0; i < bytes; i++) p[i] = (unsigned char)(i * 7 + (size_t)rank * 31 + (size_t)salt);
+}
+
+/* The host's answer for case c: the root's data through PMPI_Bcast. */
+static void reference(const bcast_case *c, void *expect, int salt, MPI_Comm comm)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    fill(expect, c->extent, rank, salt);
+    PMPI_Bcast(expect, c->count, c->type, c->root, comm);
+}
+
+/* Completes `req` with one of the completion calls (chosen by `how`), beside a host
+ * point-to-point exchange, MPI_REQUEST_NULL and an inactive host persistent request.  A
+ * persistent request stays allocated (inactive), any other is freed. */
+static void complete(MPI_Request *req, int how, MPI_Comm comm, int persistent)
+{
+    int rank, size, flag = 0, index = -1, outcount = 0, indices[5];
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int to = (rank + 1) % size, from = (rank + size - 1) % size, out = rank * 1000 + how, in = -1;
+    MPI_Request mix[5] = {MPI_REQUEST_NULL, *req, MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status statuses[5];
+    MPI_Recv_init(&in, 1, MPI_INT, from, 77, comm, &mix[4]); /* stays inactive */
+    MPI_Irecv(&in, 1, MPI_INT, from, 78, comm, &mix[2]);
+    MPI_Isend(&out, 1, MPI_INT, to, 78, comm, &mix[3]);
+    switch (how) {
+    case 0: MPI_Wait(&mix[1], MPI_STATUS_IGNORE); MPI_Waitall(5, mix, statuses); break;
+    case 1: while (!flag) MPI_Test(&mix[1], &flag, MPI_STATUS_IGNORE); MPI_Waitall(5, mix, MPI_STATUSES_IGNORE); break;
+    case 2: MPI_Waitall(5, mix, statuses); break;
+    case 3: while (!flag) MPI_Testall(5, mix, &flag, statuses); break;
+    case 4:
+        for (;;) {
+            MPI_Waitany(5, mix, &index, MPI_STATUS_IGNORE);
+            if (index == MPI_UNDEFINED) break;
+            T_CHECK(index >= 1 && index <= 3, "Waitany returned index %d", index);
+        }
+        break;
+    case 5:
+        for (;;) {
+            MPI_Testany(5, mix, &index, &flag, MPI_STATUS_IGNORE);
+            if (flag && index == MPI_UNDEFINED) break;
+        }
+        break;
+    case 6:
+        for (;;) {
+            MPI_Waitsome(5, mix, &outcount, indices, statuses);
+            if (outcount == MPI_UNDEFINED) break;
+            T_CHECK(outcount >= 1 && outcount <= 3, "Waitsome returned %d", outcount);
+        }
+        break;
+    case 7:
+        for (;;) {
+            MPI_Testsome(5, mix, &outcount, indices, MPI_STATUSES_IGNORE);
+            if (outcount == MPI_UNDEFINED) break;
+        }
+        break;
+    default:
+        while (!flag) MPI_Request_get_status(mix[1], &flag, MPI_STATUS_IGNORE);
+        T_CHECK(mix[1] != MPI_REQUEST_NULL, "Request_get_status freed the request");
+        MPI_Waitall(5, mix, MPI_STATUSES_IGNORE);
+        break;
+    }
+    if (persistent) T_CHECK(mix[1] == *req, "completion call %d changed a persistent collective's request", how);
+    else T_CHECK(mix[1] == MPI_REQUEST_NULL, "completion call %d left the collective's request set", how);
+    T_CHECK(mix[2] == MPI_REQUEST_NULL && mix[3] == MPI_REQUEST_NULL, "completion call %d left host requests", how);
+    T_CHECK(mix[4] != MPI_REQUEST_NULL, "completion call %d freed an inactive persistent request", how);
+    T_CHECK(in == from * 1000 + how, "host message beside the collective: got %d", in);
+    MPI_Request_free(&mix[4]);
+    *req = mix[1];
+}
+
+static int same(const void *a, const void *b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
+
+/* Up to four Ibcasts in flight on comm and one on its duplicate, a blocking Bcast between
+ * their start and their completion, completed in a drawn order by drawn calls. */
+static void overlapping(uint64_t *seed, MPI_Comm comm, MPI_Comm dup)
+{
+    enum { K = 4 };
+    bcast_case c[K + 1];
+    char *buf[K + 1], *expect[K + 1];
+    MPI_Request req[K + 1];
+    int salt = (int)(t_rand(seed) % 1000);
+    for (int i = 0; i <= K; i++) {
+        c[i] = draw_case(seed);
+        buf[i] = malloc(c[i].extent + 1);
+        expect[i] = malloc(c[i].extent + 1);
+        reference(&c[i], expect[i], salt + i, i == K ? dup : comm);
+        fill(buf[i], c[i].extent, t_rank, salt + i);
+    }
+    for (int i = 0; i <= K; i++)
+        MPI_Ibcast(buf[i], c[i].count, c[i].type, c[i].root, i == K ? dup : comm, &req[i]);
+    /* A blocking call on the same communicator runs after the pending ones. */
+    int token = t_rank == 0 ? salt : -1;
+    MPI_Bcast(&token, 1, MPI_INT, 0, comm);
+    T_CHECK(token == salt, "blocking Bcast among pending Ibcasts: %d, not %d", token, salt);
+    if (t_rand(seed) % 2) {
+        MPI_Waitall(K + 1, req, MPI_STATUSES_IGNORE);
+    } else {
+        for (int i = K; i >= 0; i--) complete(&req[i], (int)(t_rand(seed) % 9), i == K ? dup : comm, 0);
+    }
+    for (int i = 0; i <= K; i++) {
+        T_CHECK(same(buf[i], expect[i], c[i].extent), "overlapping Ibcast %d (%d x %s from %d) differs from the host", i,
+                c[i].count, c[i].type_name, c[i].root);
+        free(buf[i]);
+        free(expect[i]);
+    }
+}
+
+/* Ibarrier completes only after every rank has entered it: rank 0 writes shared memory
+ * before entering, the others read it after completing. */
+static void barrier_orders(MPI_Comm comm)
+{
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_rank;
+    MPI_Comm_rank(node, &node_rank);
+    int *word;
+    MPI_Win win;
+    MPI_Win_allocate_shared(node_rank == 0 ? sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, node, &word, &win);
+    MPI_Aint size;
+    int disp;
+    MPI_Win_shared_query(win, 0, &size, &disp, &word);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    for (int round = 1; round <= 20; round++) {
+        MPI_Request req;
+        if (node_rank == 0) {
+            if (round % 4 == 0) usleep(2000);
+            __atomic_store_n(word, round, __ATOMIC_RELEASE);
+            MPI_Win_sync(win);
+        }
+        MPI_Ibarrier(comm, &req);
+        complete(&req, round % 9, comm, 0);
+        MPI_Win_sync(win);
+        int seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        T_CHECK(seen >= round, "Ibarrier round %d completed before rank 0 entered it (saw %d)", round, seen);
+        PMPI_Barrier(node); /* (rank 0 must not write the next round before everyone read) */
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
+/* An active Ibcast freed with MPI_Request_free still completes: the next call on the
+ * communicator finds its data delivered. */
+static void freed_while_active(uint64_t *seed, MPI_Comm comm)
+{
+    bcast_case c = draw_case(seed);
+    char *buf = malloc(c.extent + 1), *expect = malloc(c.extent + 1);
+    reference(&c, expect, 5, comm);
+    fill(buf, c.extent, t_rank, 5);
+    MPI_Request req;
+    MPI_Ibcast(buf, c.count, c.type, c.root, comm, &req);
+    MPI_Request_free(&req);
+    T_CHECK(req == MPI_REQUEST_NULL, "Request_free left the handle set");
+    MPI_Barrier(comm);
+    T_CHECK(same(buf, expect, c.extent), "freed Ibcast (%d x %s from %d) differs from the host", c.count, c.type_name,
+            c.root);
+    free(buf);
+    free(expect);
+}
+
+/* A communicator freed while an Ibcast on it is pending: the operation still completes. */
+static void comm_freed_while_pending(uint64_t *seed)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    bcast_case c = draw_case(seed);
+    char *buf = malloc(c.extent + 1), *expect = malloc(c.extent + 1);
+    reference(&c, expect, 9, comm);
+    fill(buf, c.extent, t_rank, 9);
+    MPI_Request req;
+    MPI_Ibcast(buf, c.count, c.type, c.root, comm, &req);
+    MPI_Comm_free(&comm);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    T_CHECK(same(buf, expect, c.extent), "Ibcast on a freed communicator (%d x %s from %d) differs from the host",
+            c.count, c.type_name, c.root);
+    free(buf);
+    free(expect);
+}
+
+#ifdef T_PERSISTENT
+/* One persistent Bcast and Barrier started many times, with new data each time, alone or
+ * with MPI_Startall beside a host persistent exchange. */
+static void persistent(uint64_t *seed, MPI_Comm comm)
+{
+    bcast_case c = draw_case(seed);
+    char *buf = malloc(c.extent + 1), *expect = malloc(c.extent + 1);
+    MPI_Request reqs[4], *bcast = &reqs[0], *barrier = &reqs[1];
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int out = 0, in = -1;
+    T_BCAST_INIT(buf, c.count, c.type, c.root, comm, MPI_INFO_NULL, bcast);
+    T_BARRIER_INIT(comm, MPI_INFO_NULL, barrier);
+    MPI_Send_init(&out, 1, MPI_INT, (rank + 1) % size, 79, comm, &reqs[2]);
+    MPI_Recv_init(&in, 1, MPI_INT, (rank + size - 1) % size, 79, comm, &reqs[3]);
+    /* An inactive persistent collective completes at once, with an empty status. */
+    MPI_Wait(bcast, MPI_STATUS_IGNORE);
+    T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    for (int start = 0; start < 6; start++) {
+        reference(&c, expect, 100 + start, comm);
+        fill(buf, c.extent, t_rank, 100 + start);
+        out = rank * 10 + start;
+        if (start % 2) {
+            MPI_Startall(4, reqs);
+            complete(bcast, start % 9, comm, 1);
+            MPI_Waitall(3, reqs + 1, MPI_STATUSES_IGNORE);
+            T_CHECK(in == ((rank + size - 1) % size) * 10 + start, "host persistent exchange beside Startall: %d", in);
+        } else {
+            MPI_Start(bcast);
+            MPI_Wait(bcast, MPI_STATUS_IGNORE);
+            MPI_Start(barrier);
+            MPI_Wait(barrier, MPI_STATUS_IGNORE);
+        }
+        T_CHECK(same(buf, expect, c.extent), "persistent Bcast start %d (%d x %s from %d) differs from the host", start,
+                c.count, c.type_name, c.root);
+    }
+    for (int i = 0; i < 4; i++) MPI_Request_free(&reqs[i]);
+    free(buf);
+    free(expect);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &vector_type);
+    MPI_Type_commit(&vector_type);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    uint64_t seed = 20261124;
+    uint64_t before = nodecoll_stat_calls("bcast", "pmpi:*");
+    for (int round = 0; round < t_scale(12); round++) {
+        bcast_case c = draw_case(&seed);
+        char *buf = malloc(c.extent + 1), *expect = malloc(c.extent + 1);
+        reference(&c, expect, round, MPI_COMM_WORLD);
+        fill(buf, c.extent, t_rank, round);
+        MPI_Request req;
+        MPI_Ibcast(buf, c.count, c.type, c.root, MPI_COMM_WORLD, &req);
+        complete(&req, round % 9, MPI_COMM_WORLD, 0);
+        T_CHECK(same(buf, expect, c.extent), "Ibcast of %d x %s from %d (completion %d) differs from the host", c.count,
+                c.type_name, c.root, round % 9);
+        free(buf);
+        free(expect);
+    }
+    for (int round = 0; round < t_scale(6); round++) overlapping(&seed, MPI_COMM_WORLD, dup);
+    barrier_orders(MPI_COMM_WORLD);
+    freed_while_active(&seed, dup);
+    comm_freed_while_pending(&seed);
+#ifdef T_PERSISTENT
+    for (int round = 0; round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
+#endif
+    if (t_size > 1) {
+        T_CHECK(nodecoll_stat_calls("bcast", "pmpi:*") == before, "some Ibcasts went to the host");
+        T_CHECK(nodecoll_stat_calls("bcast", "*") > before, "nodecoll served no Ibcast");
+    }
+    MPI_Comm_free(&dup);
+    MPI_Type_free(&vector_type);
+    return t_finish("test_nonblocking");
+}
