@@ -22,3 +22,8 @@ endforeach()
 nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 1 LABELS quick)
 nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 2 3 4 ENVS ${NODECOLL_COLL_ENVS} LABELS quick)
 nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 5 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)
+# MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for an empty array of
+# statuses: its stringop-overflow warning is wrong there.
+if(NODECOLL_MPI STREQUAL "mpich")
+  set_source_files_properties(test_nonblocking.c PROPERTIES COMPILE_OPTIONS -Wno-stringop-overflow)
+endif()

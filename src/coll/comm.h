@@ -94,6 +94,14 @@ typedef struct nc_comm {
     _Atomic int queue_lock, queued;
     int listed;                  /* on the engine's list of communicators with operations */
     struct nc_comm *next_pending;
+    /* The registry's last choice at each level (registry.c): a call like the previous one
+     * skips the table.  Each level is used by one thread at a time (a call's choice by the
+     * caller, a step's by whoever progresses the communicator's head operation). */
+    struct nc_choice {
+        const struct nc_algorithm *alg; /* NULL: none yet */
+        size_t bytes;
+        int coll, key;
+    } chosen[2];
 } nc_comm;
 
 /* A collective's result when this rank was sent more than its arguments let it receive (the

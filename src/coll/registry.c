@@ -8,6 +8,7 @@
 #include "registry.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "algorithms.h"
 
@@ -135,7 +136,7 @@ static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *
     return NULL;
 }
 
-static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
+static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
     nc_forced want = forced(c, a->coll);
     const nc_algorithm *alg = NULL;
@@ -146,6 +147,35 @@ static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_
         if (t->rows[i].level == level && row_matches(&t->rows[i], c, bytes) && t->rows[i].alg->applies(c, a))
             return t->rows[i].alg;
     return NULL; /* unreachable: every collective ends in a row that always applies */
+}
+
+/* What a reduction algorithm's `applies` reads of a call besides its collective: whether it
+ * has a root, and whether its op commutes (-1: a collective whose choice is not kept). */
+static int choice_key(const nc_args *a)
+{
+    switch (a->coll) {
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_REDUCE_SCATTER_BLOCK:
+    case NC_COLL_SCAN:
+    case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1;
+    default: return -1;
+    }
+}
+
+/* The table's choice, or the last one when the call is alike (the choice depends on nothing
+ * else: the settings and the node layout are the communicator's for good).  Small calls
+ * repeat, and going through the rows costs about as much as a small Allreduce's own work.
+ * (The kept choice is a cache: the communicator is logically unchanged.) */
+static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    struct nc_choice *last = &((nc_comm *)(uintptr_t)c)->chosen[level];
+    int key = choice_key(a);
+    if (key >= 0 && last->alg && last->bytes == bytes && last->coll == (int)a->coll && last->key == key) return last->alg;
+    const nc_algorithm *alg = choose(level, c, a, bytes);
+    if (key >= 0) *last = (struct nc_choice){alg, bytes, (int)a->coll, key};
+    return alg;
 }
 
 const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
