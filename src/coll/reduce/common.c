@@ -63,26 +63,9 @@ void nc_keep_own_block(const nc_node *n, const nc_reduce_call *call, const nc_re
     if (call->deliver == NC_DELIVER_OWN) nc_keep_block(call->recv, whole->recv, call->first, n->rank, call->red->elem_size);
 }
 
-nc_frag_plan nc_plan_fragments(nc_node *n, size_t count, size_t elem)
-{
-    nc_frag_plan p = {nc_frag_place_aligned(count * elem), 0, count, elem, 0, 0};
-    p.per_frag = p.place.in_flag ? (count ? count : 1) : n->layout.seg_size / elem;
-    p.nfrag = (count + p.per_frag - 1) / p.per_frag;
-    p.g0 = nc_take_frags(n, p.nfrag);
-    return p;
-}
 
 /* ---- the node reduction step --------------------------------------------------------- */
 
-/* The call of the node algorithm the step runs, at the head of its state. */
-static nc_reduce_head *step_head(nc_node_reduce_step *st) { return (nc_reduce_head *)(void *)st->alg_state; }
-
-void nc_node_reduce_setup(nc_node_reduce_step *st, nc_coll_id coll, const nc_reduce_call *call)
-{
-    st->pc = 0;
-    st->coll = coll;
-    *step_head(st) = (nc_reduce_head){0, *call};
-}
 
 static const nc_algorithm *choose(const nc_comm *c, nc_coll_id coll, const nc_reduce_call *call)
 {
@@ -94,7 +77,7 @@ static const nc_algorithm *choose(const nc_comm *c, nc_coll_id coll, const nc_re
 nc_step nc_node_reduce_progress(nc_op *op, nc_node_reduce_step *st)
 {
     nc_node *n = &op->c->node;
-    const nc_reduce_call *call = &step_head(st)->call;
+    const nc_reduce_call *call = &nc_node_reduce_head(st)->call;
     NC_BEGIN(st);
     if (n->size == 1) { /* (only a node of a hierarchy: a one-rank communicator is the host's) */
         if (call->send != call->recv) nc_copy_bytes(call->recv, call->send, call->count * call->red->elem_size);

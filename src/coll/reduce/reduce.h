@@ -14,6 +14,7 @@
 
 #include "../algorithms.h"
 #include "../frag.h"
+#include "../ledger.h"
 #include "../steps.h"
 
 /* Where a node reduction's result goes: every rank's recv, each rank's own block of it
@@ -85,7 +86,14 @@ typedef struct nc_frag_plan {
     uint64_t g0, nfrag;
 } nc_frag_plan;
 
-nc_frag_plan nc_plan_fragments(nc_node *n, size_t count, size_t elem);
+static inline nc_frag_plan nc_plan_fragments(nc_node *n, size_t count, size_t elem)
+{
+    nc_frag_plan p = {nc_frag_place_aligned(count * elem), 0, count, elem, 0, 0};
+    p.per_frag = p.place.in_flag ? (count ? count : 1) : n->layout.seg_size / elem;
+    p.nfrag = (count + p.per_frag - 1) / p.per_frag;
+    p.g0 = nc_take_frags(n, p.nfrag);
+    return p;
+}
 static inline size_t nc_frag_first(const nc_frag_plan *p, uint64_t k) { return (size_t)k * p->per_frag; }
 static inline size_t nc_frag_count(const nc_frag_plan *p, uint64_t k)
 {
@@ -114,7 +122,15 @@ typedef struct nc_node_reduce_step {
     _Alignas(16) unsigned char alg_state[NC_REDUCE_STEP_STATE_BYTES]; /* an nc_reduce_head first */
 } nc_node_reduce_step;
 
-void nc_node_reduce_setup(nc_node_reduce_step *st, nc_coll_id coll, const nc_reduce_call *call);
+/* The call of the node algorithm the step runs, at the head of its state. */
+static inline nc_reduce_head *nc_node_reduce_head(nc_node_reduce_step *st) { return (nc_reduce_head *)(void *)st->alg_state; }
+
+static inline void nc_node_reduce_setup(nc_node_reduce_step *st, nc_coll_id coll, const nc_reduce_call *call)
+{
+    st->pc = 0;
+    st->coll = coll;
+    *nc_node_reduce_head(st) = (nc_reduce_head){0, *call};
+}
 nc_step nc_node_reduce_progress(nc_op *op, nc_node_reduce_step *st);
 
 /* Copies `bytes` from node rank `from`'s src to node rank `to`'s dst through from's ring;
