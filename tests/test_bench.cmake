@@ -11,3 +11,19 @@ if(TARGET nodecoll-bench)
     ARGS --coll all --sizes 8,4K,64K --root 0,last --check --time-budget 0.02 --iters 3 --quiet
     LABELS quick bench TIMEOUT 120)
 endif()
+# The other call forms and --overlap, briefly, one test each so that a failure names its
+# form: nonblocking and persistent calls of a few collectives (--root rotate: one persistent
+# request per root), results checked in every mode.  Exit status 77 (skipped): the MPI has
+# no persistent collectives.
+if(TARGET nodecoll-bench)
+  set(NODECOLL_BENCH_QUICK --coll barrier,bcast,allreduce,gather --sizes 8,64K --root 0,rotate
+      --check --time-budget 0.02 --iters 3 --quiet)
+  foreach(form "nonblocking:--mode;nonblocking" "persistent:--mode;persistent"
+               "overlap:--mode;nonblocking;--overlap")
+    string(REPLACE ":" ";" parts "${form}")
+    list(POP_FRONT parts tag)
+    nodecoll_mpi_test(NAME nodecoll-bench NP 2 ENVS "${tag}:" ARGS ${NODECOLL_BENCH_QUICK} ${parts}
+      LABELS quick bench TIMEOUT 60)
+    set_tests_properties(nodecoll-bench.np2.${tag} PROPERTIES SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

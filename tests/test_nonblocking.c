@@ -5,9 +5,13 @@
  * on one communicator and on two; blocking calls issued while nonblocking ones are pending;
  * MPI_Request_free of an active operation; persistent requests started many times, alone
  * and with MPI_Startall beside host persistent requests. */
+#include <sched.h>
 #include <unistd.h>
 
 #include "common.h"
+
+/* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for a too-small array. */
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
@@ -213,6 +217,87 @@ static void freed_while_active(uint64_t *seed, MPI_Comm comm)
     free(expect);
 }
 
+/* The root waits in a host call for a message the last rank sends only after its Ibcast
+ * completed: the root's part must progress inside that host call (a large message through
+ * the rings needs the root to keep feeding them). */
+static void progress_in_host_calls(uint64_t *seed, MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2) return;
+    enum { COUNT = 1 << 18 };
+    int *buf = malloc(COUNT * sizeof(int)), *expect = malloc(COUNT * sizeof(int));
+    for (int how = 0; how < 4; how++) {
+        int root = (int)(t_rand(seed) % (uint64_t)size), last = (root + size - 1) % size, word = -1, mine = rank;
+        bcast_case c = {MPI_INT, "MPI_INT", COUNT, root, COUNT * sizeof(int)};
+        reference(&c, expect, how, comm);
+        fill(buf, c.extent, rank, how);
+        MPI_Request req, recv;
+        MPI_Status status;
+        MPI_Ibcast(buf, COUNT, MPI_INT, root, comm, &req);
+        if (rank == root) {
+            switch (how) {
+            case 0: MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            case 1: MPI_Irecv(&word, 1, MPI_INT, last, 90, comm, &recv); MPI_Wait(&recv, MPI_STATUS_IGNORE); break;
+            case 2: MPI_Probe(last, 90, comm, &status); MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            default: MPI_Sendrecv(&mine, 1, MPI_INT, last, 91, &word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            }
+            T_CHECK(word == last, "host call %d beside a pending Ibcast received %d, not %d", how, word, last);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (rank == last && how == 3)
+                MPI_Sendrecv(&mine, 1, MPI_INT, root, 90, &word, 1, MPI_INT, root, 91, comm, MPI_STATUS_IGNORE);
+            else if (rank == last)
+                MPI_Send(&mine, 1, MPI_INT, root, 90, comm);
+        }
+        T_CHECK(same(buf, expect, c.extent), "Ibcast beside host call %d differs from the host", how);
+    }
+    free(buf);
+    free(expect);
+}
+
+/* With NODECOLL_PROGRESS_THREAD=1: the root starts a large Ibcast and then makes no MPI
+ * call until the others tell it, through shared memory, that theirs completed; only the
+ * progress thread can move the root's part meanwhile. */
+static void progress_without_mpi_calls(MPI_Comm comm)
+{
+    const char *on = getenv("NODECOLL_PROGRESS_THREAD");
+    if (!on || strcmp(on, "1")) return;
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int rank, size;
+    MPI_Comm_rank(node, &rank);
+    MPI_Comm_size(node, &size);
+    int *done_count;
+    MPI_Win win;
+    MPI_Win_allocate_shared(rank == 0 ? sizeof(int) : 0, sizeof(int), MPI_INFO_NULL, node, &done_count, &win);
+    MPI_Aint bytes;
+    int disp;
+    MPI_Win_shared_query(win, 0, &bytes, &disp, &done_count);
+    if (rank == 0) __atomic_store_n(done_count, 0, __ATOMIC_RELEASE);
+    MPI_Barrier(node);
+    enum { COUNT = 1 << 18 };
+    int *buf = malloc(COUNT * sizeof(int));
+    for (int i = 0; i < COUNT; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Request req;
+    MPI_Ibcast(buf, COUNT, MPI_INT, 0, node, &req);
+    if (rank == 0) {
+        while (__atomic_load_n(done_count, __ATOMIC_ACQUIRE) < size - 1) sched_yield(); /* (no MPI call) */
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        __atomic_add_fetch(done_count, 1, __ATOMIC_RELEASE);
+    }
+    int wrong = 0;
+    for (int i = 0; i < COUNT; i++) wrong += buf[i] != i;
+    T_CHECK(!wrong, "Ibcast progressed by the progress thread: %d wrong elements", wrong);
+    free(buf);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
 /* A communicator freed while an Ibcast on it is pending: the operation still completes. */
 static void comm_freed_while_pending(uint64_t *seed)
 {
@@ -248,9 +333,12 @@ static void persistent(uint64_t *seed, MPI_Comm comm)
     T_BARRIER_INIT(comm, MPI_INFO_NULL, barrier);
     MPI_Send_init(&out, 1, MPI_INT, (rank + 1) % size, 79, comm, &reqs[2]);
     MPI_Recv_init(&in, 1, MPI_INT, (rank + size - 1) % size, 79, comm, &reqs[3]);
-    /* An inactive persistent collective completes at once, with an empty status. */
-    MPI_Wait(bcast, MPI_STATUS_IGNORE);
-    T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    /* An inactive persistent collective completes at once, with an empty status (where
+     * nodecoll serves it: MPICH 4.0.2's own inactive persistent collectives hang in MPI_Wait). */
+    if (size > 1) {
+        MPI_Wait(bcast, MPI_STATUS_IGNORE);
+        T_CHECK(*bcast != MPI_REQUEST_NULL, "Wait freed an inactive persistent Bcast");
+    }
     for (int start = 0; start < 6; start++) {
         reference(&c, expect, 100 + start, comm);
         fill(buf, c.extent, t_rank, 100 + start);
@@ -272,6 +360,22 @@ static void persistent(uint64_t *seed, MPI_Comm comm)
     for (int i = 0; i < 4; i++) MPI_Request_free(&reqs[i]);
     free(buf);
     free(expect);
+}
+
+/* After nodecoll's requests came and went, the host's own persistent collective (on
+ * MPI_COMM_SELF, which nodecoll leaves to the host) still works: MPICH 4.0.2 hangs one whose
+ * request object it recycled from a freed persistent receive, nodecoll's kind of handle. */
+static void host_persistent_after_ours(void)
+{
+    int x = t_rank + 1;
+    MPI_Request req;
+    T_BCAST_INIT(&x, 1, MPI_INT, 0, MPI_COMM_SELF, MPI_INFO_NULL, &req);
+    for (int i = 0; i < 3; i++) {
+        MPI_Start(&req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&req);
+    T_CHECK(x == t_rank + 1, "the host's persistent Bcast on MPI_COMM_SELF changed the data");
 }
 #endif
 
@@ -299,15 +403,24 @@ int main(int argc, char **argv)
     }
     for (int round = 0; round < t_scale(6); round++) overlapping(&seed, MPI_COMM_WORLD, dup);
     barrier_orders(MPI_COMM_WORLD);
-    freed_while_active(&seed, dup);
+    /* (MPICH 4.0.2 itself rejects MPI_Request_free of an active nonblocking collective,
+     * MPI_ERR_REQUEST: tested where nodecoll serves the call.) */
+    if (t_size > 1) freed_while_active(&seed, dup);
     comm_freed_while_pending(&seed);
+    progress_in_host_calls(&seed, MPI_COMM_WORLD);
+    progress_without_mpi_calls(MPI_COMM_WORLD);
 #ifdef T_PERSISTENT
-    for (int round = 0; round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
+    /* (On one rank the host serves them, and MPICH 4.0.2's own persistent collectives fail
+     * parts of this test: not nodecoll's to check.) */
+    for (int round = 0; t_size > 1 && round < t_scale(3); round++) persistent(&seed, round % 2 ? dup : MPI_COMM_WORLD);
 #endif
     if (t_size > 1) {
         T_CHECK(nodecoll_stat_calls("bcast", "pmpi:*") == before, "some Ibcasts went to the host");
         T_CHECK(nodecoll_stat_calls("bcast", "*") > before, "nodecoll served no Ibcast");
     }
+#ifdef T_PERSISTENT
+    host_persistent_after_ours(); /* (after the counters' check: the host serves it) */
+#endif
     MPI_Comm_free(&dup);
     MPI_Type_free(&vector_type);
     return t_finish("test_nonblocking");

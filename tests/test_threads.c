@@ -29,6 +29,19 @@ static void fill(unsigned char *buf, size_t bytes, uint64_t seed)
     for (size_t i = 0; i < bytes; i++) buf[i] = (unsigned char)t_rand(&seed);
 }
 
+/* The nodecoll Bcast in a form every rank draws alike: blocking, or nonblocking completed by
+ * MPI_Wait or by an MPI_Test loop (other threads' operations progress meanwhile). */
+static int nodecoll_bcast(unsigned char *a, size_t bytes, int root, MPI_Comm comm, int form)
+{
+    if (form == 0) return MPI_Bcast(a, (int)bytes, MPI_BYTE, root, comm);
+    MPI_Request req;
+    int err = MPI_Ibcast(a, (int)bytes, MPI_BYTE, root, comm, &req), done = 0;
+    if (err != MPI_SUCCESS) return err;
+    if (form == 1) return MPI_Wait(&req, MPI_STATUS_IGNORE);
+    while (!done && err == MPI_SUCCESS) err = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    return err;
+}
+
 /* One Bcast of a size and root every rank draws alike: the nodecoll result must equal the
  * PMPI result byte for byte. */
 static void check_bcast(const worker *w, int call, uint64_t *rng, unsigned char *a, unsigned char *b)
@@ -42,7 +55,8 @@ static void check_bcast(const worker *w, int call, uint64_t *rng, unsigned char 
         fill(a, bytes, seed);
         memcpy(b, a, bytes);
     }
-    if (MPI_Bcast(a, (int)bytes, MPI_BYTE, root, w->comm) != MPI_SUCCESS) worker_fail(w, call, "MPI_Bcast error");
+    if (nodecoll_bcast(a, bytes, root, w->comm, (int)(t_rand(rng) % 3)) != MPI_SUCCESS)
+        worker_fail(w, call, "MPI_Bcast error");
     if (PMPI_Bcast(b, (int)bytes, MPI_BYTE, root, w->comm) != MPI_SUCCESS) worker_fail(w, call, "PMPI_Bcast error");
     if (memcmp(a, b, bytes)) worker_fail(w, call, "Bcast result differs from PMPI_Bcast");
 }

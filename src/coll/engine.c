@@ -5,13 +5,13 @@
  * the same order on every rank, exactly as blocking calls would.  Communicators with a
  * non-empty queue are on a process-wide list that nc_engine_progress walks.  Whoever
  * progresses a queue holds its communicator's lock (try-lock: a thread that finds it taken
- * leaves that queue to the thread that has it), so under MPI_THREAD_MULTIPLE a completion
- * call in one thread and a blocking call in another never run the same operation at once.
+ * leaves that queue to the thread that has it), so under MPI_THREAD_MULTIPLE two completion
+ * calls in two threads never run the same operation at once.
  *
- * A blocking call on a communicator with an empty queue runs its operation directly (no
- * lock, no queue: MPI forbids two threads from calling collectives on one communicator at
- * once, and nobody else adds to an empty queue), which keeps the common case as cheap as a
- * plain function. */
+ * A blocking call never enters a queue: once its communicator's earlier operations have
+ * completed it runs its operation directly (no lock: MPI forbids two threads from calling
+ * collectives on one communicator at once), which keeps the common case as cheap as a plain
+ * function. */
 #include "engine.h"
 
 #include <pthread.h>
@@ -21,6 +21,15 @@
 #include "../core/fatal.h"
 
 static _Atomic int outstanding; /* started, not completed nonblocking operations */
+
+/* The optional progress thread (nc_engine_progress_thread_start). */
+static _Thread_local int in_progress_thread;
+static int progress_thread_calls_host; /* MPI_THREAD_MULTIPLE: it may make host calls */
+static int progress_thread_on, progress_thread_stopping;
+static long progress_thread_sleep_us;
+static pthread_t progress_thread;
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_comm *pending; /* communicators whose queue is not empty */
 
@@ -98,7 +107,11 @@ static void enqueue(nc_op *op)
     c->queue_tail = op;
     op->next = NULL;
     atomic_fetch_add_explicit(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking) atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed);
+    if (!op->blocking && !atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed) && progress_thread_on) {
+        pthread_mutex_lock(&wake_lock);
+        pthread_cond_signal(&wake);
+        pthread_mutex_unlock(&wake_lock);
+    }
     if (was_idle) {
         c->listed = 1;
         list_pending(c);
@@ -107,10 +120,19 @@ static void enqueue(nc_op *op)
     unlock(c);
 }
 
+int nc_engine_may_call_host(void) { return !in_progress_thread || progress_thread_calls_host; }
+
+int nc_host_allowed(nc_op *op)
+{
+    if (nc_engine_may_call_host()) return 1;
+    op->wait = (nc_waiting){0}; /* (left to the application's threads) */
+    return 0;
+}
+
 int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 {
     int err = 0;
-    if (r->impl && !op->c->bridge.test(op->c->bridge.ctx, r, &err)) {
+    if (r->impl && (!nc_engine_may_call_host() || !op->c->bridge.test(op->c->bridge.ctx, r, &err))) {
         op->wait = (nc_waiting){NULL, 0, r};
         return 0;
     }
@@ -120,7 +142,7 @@ int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 
 int nc_engine_progress(void)
 {
-    if (!nc_engine_outstanding() && !pending) return 0;
+    if (!nc_engine_outstanding()) return 0; /* (queues hold nonblocking operations only) */
     if (pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
     int completed = 0;
     for (nc_comm **at = &pending, *c; (c = *at);) {
@@ -169,20 +191,28 @@ void nc_op_wait_here(nc_op *op)
     else nc_wait_ge(op->wait.flag, op->wait.value, &op->c->node.wait);
 }
 
+/* A blocking call never enters a queue: it lets its communicator's earlier operations
+ * complete, then runs in its caller's thread.  So a blocking operation is never progressed
+ * by nc_engine_progress, where waiting in place or in a host call would hold the engine's
+ * list (another thread starting an operation would wait for it: a deadlock when that thread
+ * is a peer, as in test_engine). */
 int nc_op_run(nc_op *op)
 {
     nc_comm *c = op->c;
-    if (!atomic_load_explicit(&c->queued, memory_order_acquire)) { /* nothing before it here */
-        while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(op);
-        if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
-        return op->err;
-    }
-    enqueue(op);
-    nc_op_wait(op);
+    if (atomic_load_explicit(&c->queued, memory_order_acquire)) nc_comm_drain(c);
+    while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(op);
+    op->err = nc_call_result(c, op->err);
+    if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
     return op->err;
 }
 
-void nc_op_start(nc_op *op) { enqueue(op); }
+void nc_op_start(nc_op *op)
+{
+    nc_comm *c = op->c;
+    while (atomic_load_explicit(&c->queued, memory_order_acquire) >= (int)c->cfg.pending_max)
+        if (!nc_engine_progress()) sched_yield();
+    enqueue(op);
+}
 
 int nc_op_test(nc_op *op)
 {
@@ -210,12 +240,26 @@ void nc_op_wait(nc_op *op)
     }
 }
 
+/* Takes c off the pending list if it is there (its queue is empty). */
+static void unlist(nc_comm *c)
+{
+    pthread_mutex_lock(&pending_lock);
+    for (nc_comm **at = &pending; *at; at = &(*at)->next_pending)
+        if (*at == c) {
+            *at = c->next_pending;
+            c->listed = 0;
+            break;
+        }
+    pthread_mutex_unlock(&pending_lock);
+}
+
 void nc_comm_drain(nc_comm *c)
 {
     while (atomic_load_explicit(&c->queued, memory_order_acquire)) {
         nc_engine_progress();
         sched_yield();
     }
+    unlist(c); /* (so that a communicator freed next is not left on the list) */
 }
 
 void nc_op_prepare(nc_op *op, nc_comm *c, const nc_args *args, size_t bytes, int blocking)
@@ -241,5 +285,51 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     nc_op_count(&op);
     if (op.alg->plan) op.alg->plan(&op, op.state);
     nc_op_restart(&op);
-    return nc_call_result(c, nc_op_run(&op));
+    return nc_op_run(&op);
+}
+
+/* ---- the progress thread ---------------------------------------------------------------
+ * Sleeps on a condition while nothing is outstanding; otherwise progresses, yielding after a
+ * pass that completed nothing and sleeping once yielding has not helped for a while. */
+static void *progress_main(void *unused)
+{
+    (void)unused;
+    in_progress_thread = 1;
+    int idle_passes = 0;
+    for (;;) {
+        pthread_mutex_lock(&wake_lock);
+        while (!nc_engine_outstanding() && !progress_thread_stopping) pthread_cond_wait(&wake, &wake_lock);
+        int stopping = progress_thread_stopping;
+        pthread_mutex_unlock(&wake_lock);
+        if (stopping) return NULL;
+        if (nc_engine_progress()) idle_passes = 0;
+        else if (++idle_passes < 64) sched_yield();
+        else {
+            struct timespec pause = {0, progress_thread_sleep_us * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
+void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
+{
+    pthread_mutex_lock(&wake_lock);
+    if (!progress_thread_on) {
+        progress_thread_calls_host = may_call_host;
+        progress_thread_sleep_us = sleep_us;
+        progress_thread_stopping = 0;
+        progress_thread_on = !pthread_create(&progress_thread, NULL, progress_main, NULL);
+    }
+    pthread_mutex_unlock(&wake_lock);
+}
+
+void nc_engine_progress_thread_stop(void)
+{
+    pthread_mutex_lock(&wake_lock);
+    int on = progress_thread_on;
+    progress_thread_stopping = 1;
+    progress_thread_on = 0;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&wake_lock);
+    if (on) pthread_join(progress_thread, NULL);
 }

@@ -104,11 +104,13 @@ struct nc_op {
 #define NC_BEGIN(st)      \
     switch ((st)->pc) {   \
     case 0:
-#define NC_AWAIT(st, ready)                                \
+#define NC_AWAIT(st, ready) NC_AWAIT_AT(st, __LINE__, ready)
+/* (A resume point of its own number: a macro that awaits twice on one line.) */
+#define NC_AWAIT_AT(st, point, ready)                      \
     do {                                                   \
-        (st)->pc = __LINE__;                               \
+        (st)->pc = (point);                                \
         __attribute__((fallthrough));                      \
-    case __LINE__:                                         \
+    case (point):                                          \
         while (!(ready)) {                                 \
             if (!nc_op_waits_here(op)) return NC_PENDING;  \
             nc_op_wait_here(op);                           \
@@ -135,18 +137,26 @@ static inline int nc_flag_reached(nc_op *op, const nc_flag *f, uint64_t value)
     return 0;
 }
 
+/* Whether this thread may call the host MPI: not the progress thread unless the host runs
+ * MPI_THREAD_MULTIPLE.  For `ready` expressions: nc_host_allowed (op then waits for one of
+ * the application's threads to progress it). */
+int nc_engine_may_call_host(void);
+int nc_host_allowed(nc_op *op);
+
 /* For `ready` expressions: whether the bridge step r has completed (its error, if any, then
  * becomes op's), else record it as what op waits for. */
 int nc_bridge_done(nc_op *op, nc_bridge_req *r);
 
 /* A step through the host MPI, in a resumable function with state st: `step` is a bridge
- * call whose request argument is written op->bridge_req.  The host's blocking call when op
- * is a blocking call and no other operation of the process needs progress meanwhile, else
- * its nonblocking one, started with request `breq` (in st) and awaited.  Sets op->err on
- * failure. */
+ * call whose request argument is written op->bridge_req.  The host's blocking call for a
+ * blocking call, its nonblocking one (started with request `breq`, in st, and awaited) for
+ * a nonblocking or persistent one: the form must be the same on every rank, because the
+ * host never matches a blocking collective with a nonblocking one, and the call's form is
+ * (MPI requires it) while what else a rank has outstanding is not.  Sets op->err on failure. */
 #define NC_BRIDGE_STEP(op, st, breq, step)                                                         \
     do {                                                                                          \
-        (op)->bridge_req = nc_op_waits_here(op) ? NULL : (breq);                                  \
+        NC_AWAIT_AT(st, __LINE__ + 1000000, nc_host_allowed(op)); /* (no source has that many lines) */ \
+        (op)->bridge_req = (op)->blocking ? NULL : (breq);                                        \
         nc_op_fail((op), (step));                                                                 \
         if ((op)->bridge_req) NC_AWAIT(st, nc_bridge_done((op), (breq)));                         \
     } while (0)
@@ -192,7 +202,14 @@ int nc_engine_progress(void);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 
-/* Every operation of comm completed on this rank (before a node-shared call or freeing it). */
+/* The optional progress thread (NODECOLL_PROGRESS_THREAD): progresses outstanding operations
+ * while the application computes; host calls only if `may_call_host` (MPI_THREAD_MULTIPLE),
+ * else those steps wait for the application's next MPI call.  Idempotent. */
+void nc_engine_progress_thread_start(int may_call_host, long sleep_us);
+void nc_engine_progress_thread_stop(void);
+
+/* Every operation of comm completed on this rank, and comm off the engine's lists (before a
+ * node-shared call, or freeing it). */
 void nc_comm_drain(nc_comm *c);
 
 #endif

@@ -142,5 +142,14 @@
     "Every 200 ms of a wait that has lasted 200 ms, check that the rank it waits for still lives (its pid, " \
     "start time and pid namespace, read from /proc); when it has died (killed, crashed: not MPI_Abort), " \
     "print one line naming it and the call, and abort the job with MPI_Abort on MPI_COMM_WORLD instead " \
-    "of waiting forever.  Ranks whose /proc shows no such process at setup are never judged.")
+    "of waiting forever.  Ranks whose /proc shows no such process at setup are never judged.") \
+  X(pending_max,         INT,  1024,     1, 1048576,  NULL, \
+    "Nonblocking and persistent operations in flight per communicator; a start beyond it first waits, " \
+    "progressing, for the oldest to complete (its peers have all started it, so this cannot deadlock).  " \
+    "Each costs its request (about 1.3 KiB) and nothing else: the bound only keeps memory finite.") \
+  X(progress_thread,     BOOL, 0,        0, 1,        NULL, \
+    "A thread per process that progresses nonblocking and persistent operations while the application " \
+    "computes without calling MPI (it sleeps while none is outstanding).  Steps through the host MPI are " \
+    "taken by it only under MPI_THREAD_MULTIPLE, else at the application's next MPI call.  Off: on a node " \
+    "with as many ranks as cores it competes with the ranks for the cores.")
 /* clang-format on */

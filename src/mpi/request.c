@@ -48,11 +48,57 @@ static void unlink_live(nc_mpi_request *r)
     pthread_mutex_unlock(&live_lock);
 }
 
+static void release_deferred(void);
+
+/* Starts the progress thread on the first request when the settings ask for it. */
+static void start_progress_thread(const nc_config *cfg)
+{
+    static _Atomic int started;
+    if (!cfg->progress_thread || atomic_exchange_explicit(&started, 1, memory_order_relaxed)) return;
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    nc_engine_progress_thread_start(level == MPI_THREAD_MULTIPLE, (long)cfg->wait_sleep_us);
+}
+
+/* Handles are kept for reuse, never freed before MPI_Finalize: MPICH 4.0.2 recycles the
+ * object of a freed persistent receive for the application's next persistent collective,
+ * which then hangs (a plain MPICH program shows it: Recv_init, Request_free, Bcast_init,
+ * Start, Wait). */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Request *spare_handles;
+static int spare_count, spare_room;
+
+static int take_handle(MPI_Request *h)
+{
+    pthread_mutex_lock(&handles_lock);
+    int have = spare_count > 0;
+    if (have) *h = spare_handles[--spare_count];
+    pthread_mutex_unlock(&handles_lock);
+    if (have) return 1;
+    return PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, h) == MPI_SUCCESS;
+}
+
+static void give_back_handle(MPI_Request h)
+{
+    pthread_mutex_lock(&handles_lock);
+    if (spare_count == spare_room) {
+        int room = spare_room ? 2 * spare_room : 64;
+        MPI_Request *grown = realloc(spare_handles, (size_t)room * sizeof *grown);
+        if (!grown) nc_fatal("out of memory for request handles");
+        spare_handles = grown;
+        spare_room = room;
+    }
+    spare_handles[spare_count++] = h;
+    pthread_mutex_unlock(&handles_lock);
+}
+
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
+    release_deferred();
+    start_progress_thread(&s->coll.cfg);
     nc_mpi_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
-    if (PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle) != MPI_SUCCESS) {
+    if (!take_handle(&r->handle)) {
         free(r);
         return NULL;
     }
@@ -67,7 +113,7 @@ nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_c
 static void destroy(nc_mpi_request *r)
 {
     if (r->form->release) r->form->release(r);
-    PMPI_Request_free(&r->handle);
+    give_back_handle(r->handle);
     nc_mpi_comm_drop(r->s);
     free(r);
 }
@@ -104,10 +150,40 @@ static void release_detached(nc_mpi_request *r)
     destroy(r);
 }
 
+/* Freed requests whose operation the progress thread completed without the right to call
+ * the host: released by the application's next completion call. */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_mpi_request *deferred;
+static _Atomic int deferred_count;
+
+static void release_deferred(void)
+{
+    if (!atomic_load_explicit(&deferred_count, memory_order_acquire)) return;
+    pthread_mutex_lock(&deferred_lock);
+    nc_mpi_request *list = deferred;
+    deferred = NULL;
+    atomic_store_explicit(&deferred_count, 0, memory_order_release);
+    pthread_mutex_unlock(&deferred_lock);
+    while (list) {
+        nc_mpi_request *next = list->next_deferred;
+        release_detached(list);
+        list = next;
+    }
+}
+
 static void operation_finished(nc_op *op)
 {
     nc_mpi_request *r = op->owner;
-    if (atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) release_detached(r);
+    if (!atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) return;
+    if (nc_engine_may_call_host()) {
+        release_detached(r);
+        return;
+    }
+    pthread_mutex_lock(&deferred_lock);
+    r->next_deferred = deferred;
+    deferred = r;
+    atomic_fetch_add_explicit(&deferred_count, 1, memory_order_release);
+    pthread_mutex_unlock(&deferred_lock);
 }
 
 void nc_mpi_request_start(nc_mpi_request *r)
@@ -148,6 +224,12 @@ static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
 
 static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
 
+void nc_mpi_idle(void)
+{
+    release_deferred();
+    if (!nc_engine_progress()) sched_yield();
+}
+
 /* An active nodecoll request behind handle h, else NULL (host requests, inactive ones). */
 static nc_mpi_request *active_request(MPI_Request h)
 {
@@ -155,16 +237,37 @@ static nc_mpi_request *active_request(MPI_Request h)
     return r && r->active ? r : NULL;
 }
 
+/* Before a host test: nodecoll's operations progress in every completion call, as the
+ * host's own would. */
+static void progress_pending(void)
+{
+    if (nc_engine_outstanding()) nc_engine_progress();
+    release_deferred();
+}
+
 NC_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     nc_mpi_request *r = any_live() ? active_request(*request) : NULL;
-    if (!r) return PMPI_Wait(request, status);
-    nc_op_wait(&r->op);
-    return retire(r, request, status);
+    if (r) {
+        nc_op_wait(&r->op);
+        return retire(r, request, status);
+    }
+    return nc_mpi_wait_host(request, status);
+}
+
+int nc_mpi_wait_host(MPI_Request *request, MPI_Status *status)
+{
+    if (nc_mpi_host_may_block()) return PMPI_Wait(request, status);
+    for (;;) {
+        int flag = 0, err = PMPI_Test(request, &flag, status);
+        if (err != MPI_SUCCESS || flag) return err;
+        nc_mpi_idle();
+    }
 }
 
 NC_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    progress_pending();
     nc_mpi_request *r = any_live() ? active_request(*request) : NULL;
     if (!r) return PMPI_Test(request, flag, status);
     *flag = done(r);
@@ -173,6 +276,7 @@ NC_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 
 NC_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
+    progress_pending();
     nc_mpi_request *r = any_live() ? active_request(request) : NULL;
     if (!r) return PMPI_Request_get_status(request, flag, status);
     *flag = done(r);
@@ -286,16 +390,12 @@ static int all_ours_done(const mixed *m)
     return 1;
 }
 
-static void idle(void)
-{
-    if (!nc_engine_progress()) sched_yield();
-}
 
 NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     mixed m;
-    if (!any_live() || count <= 0) return PMPI_Waitall(count, requests, statuses);
-    if (!mixed_open(&m, count, requests)) {
+    if ((!any_live() && nc_mpi_host_may_block()) || count <= 0) return PMPI_Waitall(count, requests, statuses);
+    if (!mixed_open(&m, count, requests) && nc_mpi_host_may_block()) {
         mixed_close(&m);
         return PMPI_Waitall(count, requests, statuses);
     }
@@ -307,7 +407,7 @@ NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses
             host_err = PMPI_Testall(count, m.host, &host_done, statuses);
             if (host_done) copy_back_host(&m, requests);
         }
-        if (!host_done || !all_ours_done(&m)) idle();
+        if (!host_done || !all_ours_done(&m)) nc_mpi_idle();
     }
     retire_done(&m, requests, statuses, NULL, &err);
     mixed_close(&m);
@@ -317,6 +417,7 @@ NC_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses
 NC_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     mixed m;
+    progress_pending();
     if (!any_live() || count <= 0) return PMPI_Testall(count, requests, flag, statuses);
     if (!mixed_open(&m, count, requests)) {
         mixed_close(&m);
@@ -359,13 +460,13 @@ static int any_pass(mixed *m, MPI_Request *requests, int *index, MPI_Status *sta
 NC_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     mixed m;
-    if (!any_live() || count <= 0) return PMPI_Waitany(count, requests, index, status);
-    if (!mixed_open(&m, count, requests)) {
+    if ((!any_live() && nc_mpi_host_may_block()) || count <= 0) return PMPI_Waitany(count, requests, index, status);
+    if (!mixed_open(&m, count, requests) && nc_mpi_host_may_block()) {
         mixed_close(&m);
         return PMPI_Waitany(count, requests, index, status);
     }
     int err = MPI_SUCCESS;
-    while (!any_pass(&m, requests, index, status, &err)) idle();
+    while (!any_pass(&m, requests, index, status, &err)) nc_mpi_idle();
     mixed_close(&m);
     return err;
 }
@@ -373,13 +474,13 @@ NC_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Sta
 NC_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     mixed m;
+    progress_pending();
     if (!any_live() || count <= 0) return PMPI_Testany(count, requests, index, flag, status);
     if (!mixed_open(&m, count, requests)) {
         mixed_close(&m);
         return PMPI_Testany(count, requests, index, flag, status);
     }
     int err = MPI_SUCCESS;
-    nc_engine_progress();
     *flag = any_pass(&m, requests, index, status, &err);
     if (!*flag) *index = MPI_UNDEFINED;
     mixed_close(&m);
@@ -406,13 +507,13 @@ static int some_pass(mixed *m, MPI_Request *requests, int *outcount, int *indice
 NC_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
     mixed m;
-    if (!any_live() || incount <= 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    if (!mixed_open(&m, incount, requests)) {
+    if ((!any_live() && nc_mpi_host_may_block()) || incount <= 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    if (!mixed_open(&m, incount, requests) && nc_mpi_host_may_block()) {
         mixed_close(&m);
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     }
     int err = MPI_SUCCESS;
-    while (!some_pass(&m, requests, outcount, indices, statuses, &err)) idle();
+    while (!some_pass(&m, requests, outcount, indices, statuses, &err)) nc_mpi_idle();
     mixed_close(&m);
     return err;
 }
@@ -420,13 +521,13 @@ NC_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, i
 NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
     mixed m;
+    progress_pending();
     if (!any_live() || incount <= 0) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (!mixed_open(&m, incount, requests)) {
         mixed_close(&m);
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     }
     int err = MPI_SUCCESS;
-    nc_engine_progress();
     some_pass(&m, requests, outcount, indices, statuses, &err);
     mixed_close(&m);
     return err;

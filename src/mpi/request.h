@@ -42,6 +42,30 @@ typedef struct nc_call_form_args {
 } nc_call_form_args;
 static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL};
 
+/* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
+ * entry points of collective Name, from its parameter list and its arguments (both
+ * parenthesised): each calls `fn(args..., form)`. */
+#define NC_UNPAREN(...) __VA_ARGS__
+#define NC_CALL_FORMS(Name, IName, fn, params, args)                                                 \
+    __attribute__((visibility("default"))) int MPI_##Name(NC_UNPAREN params)                          \
+    {                                                                                                 \
+        return fn(NC_UNPAREN args, &nc_blocking_form);                                                \
+    }                                                                                                 \
+    __attribute__((visibility("default"))) int MPI_##IName(NC_UNPAREN params, MPI_Request *request)   \
+    {                                                                                                 \
+        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL});                 \
+    }                                                                                                 \
+    NC_PERSISTENT_FORM(Name, fn, params, args)
+#ifdef NC_PERSISTENT_COLLECTIVES
+#define NC_PERSISTENT_FORM(Name, fn, params, args)                                                            \
+    __attribute__((visibility("default"))) int NC_INIT(Name)(NC_UNPAREN params, MPI_Info info, MPI_Request *request) \
+    {                                                                                                          \
+        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info});                                   \
+    }
+#else
+#define NC_PERSISTENT_FORM(Name, fn, params, args)
+#endif
+
 /* A collective's adapter: what runs at each start (before the operation is queued: pack
  * what is sent) and at each completion (deliver: unpack; returns an MPI error code or 0),
  * and what frees its resources when the request goes (may be NULL). */
@@ -73,6 +97,7 @@ struct nc_mpi_request {
         nc_mpi_bcast_call bcast;
     } call;
     nc_mpi_request *next; /* live requests */
+    nc_mpi_request *next_deferred;
 };
 
 /* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent
@@ -85,5 +110,16 @@ void nc_mpi_request_start(nc_mpi_request *r);
 /* Hands r, whose args are set, to the user: prepares its operation (`bytes` as the registry
  * counts them) and starts it unless it is persistent. */
 void nc_mpi_request_issue(nc_mpi_request *r, size_t bytes, MPI_Request *user);
+
+/* Whether a host call may block: nothing of nodecoll's needs progress meanwhile (a peer may
+ * be waiting for our part of an operation while we wait in the host for it). */
+static inline int nc_mpi_host_may_block(void) { return !nc_engine_outstanding(); }
+
+/* Waits for a host request, progressing nodecoll's operations meanwhile when there are any
+ * (else the host's MPI_Wait). */
+int nc_mpi_wait_host(MPI_Request *request, MPI_Status *status);
+/* Between two tests while waiting: progresses nodecoll's operations, or lets another
+ * process run when none moved. */
+void nc_mpi_idle(void);
 
 #endif

@@ -49,17 +49,7 @@ static int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
     return MPI_SUCCESS;
 }
 
-NC_EXPORT int MPI_Barrier(MPI_Comm comm) { return barrier_call(comm, &nc_blocking_form); }
-NC_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
-{
-    return barrier_call(comm, &(nc_call_form_args){request, 0, MPI_INFO_NULL});
-}
-#ifdef NC_PERSISTENT_COLLECTIVES
-NC_EXPORT int NC_INIT(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    return barrier_call(comm, &(nc_call_form_args){request, 1, info});
-}
-#endif
+NC_CALL_FORMS(Barrier, Ibarrier, barrier_call, (MPI_Comm comm), (comm))
 
 /* ---- Bcast: the same steps for every call form ---------------------------------------- */
 
@@ -126,21 +116,8 @@ static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Com
     return nc_mpi_raise(comm, err ? err : deliver_err);
 }
 
-NC_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
-{
-    return bcast_call(buf, count, type, root, comm, &nc_blocking_form);
-}
-NC_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request)
-{
-    return bcast_call(buf, count, type, root, comm, &(nc_call_form_args){request, 0, MPI_INFO_NULL});
-}
-#ifdef NC_PERSISTENT_COLLECTIVES
-NC_EXPORT int NC_INIT(Bcast)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
-                             MPI_Request *request)
-{
-    return bcast_call(buf, count, type, root, comm, &(nc_call_form_args){request, 1, info});
-}
-#endif
+NC_CALL_FORMS(Bcast, Ibcast, bcast_call, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm),
+              (buf, count, type, root, comm))
 
 NC_EXPORT int MPI_Type_commit(MPI_Datatype *type)
 {
@@ -158,6 +135,7 @@ NC_EXPORT int MPI_Finalize(void)
         snprintf(prefix, sizeof prefix, "nodecoll[%d]: ", rank);
         nodecoll_stat_print(stderr, prefix);
     }
+    nc_engine_progress_thread_stop();
     nc_mpi_release_all();
     nc_datatype_release_keyval();
     return PMPI_Finalize();

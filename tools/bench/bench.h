@@ -60,11 +60,27 @@ struct call {
     const MPI_Datatype *types;
 };
 
-struct mpi_api; /* the 17 entry points of one family (MPI_ or PMPI_), colls.c */
+struct mpi_api; /* the entry points of one family (MPI_ or PMPI_), colls.c */
+
+/* How a collective is called (--mode). */
+enum mode {
+    MODE_BLOCKING,    /* MPI_<Coll> */
+    MODE_NONBLOCKING, /* MPI_I<coll>, then MPI_Wait */
+    MODE_PERSISTENT,  /* MPI_<Coll>_init once per point; MPI_Start, then MPI_Wait per call */
+    MODE_COUNT
+};
+
+/* The three forms of one collective, generated from its one argument list (colls.c). */
+struct coll_forms {
+    int (*run)(const struct mpi_api *api, const struct call *c);
+    int (*post)(const struct mpi_api *api, const struct call *c, MPI_Request *req);
+    /* NULL when the MPI has no persistent collectives */
+    int (*init)(const struct mpi_api *api, const struct call *c, MPI_Request *req);
+};
 
 struct coll {
     const char *name;
-    int (*run)(const struct mpi_api *api, const struct call *c);
+    const struct coll_forms *forms;
     unsigned flags;
     enum blocks send, recv;
     enum out_scope out;
@@ -80,6 +96,14 @@ void coll_call_name(const struct coll *c, char *out, size_t len);
 int coll_find(const char *name);
 const struct mpi_api *coll_api(enum variant v);
 const char *variant_name(enum variant v);
+/* "MPI_<Coll>_init" (MPI-4), "MPIX_<Coll>_init" (Open MPI's extension), or NULL: none. */
+const char *coll_persistent_name(void);
+/* The request calls of a family: MPI_Wait/Start/Request_free or their PMPI_ forms. */
+int api_wait(const struct mpi_api *api, MPI_Request *req);
+int api_start(const struct mpi_api *api, MPI_Request *req);
+int api_request_free(const struct mpi_api *api, MPI_Request *req);
+const char *mode_name(enum mode m);
+int mode_find(const char *name);
 size_t coll_blocks(enum blocks b, int nranks);
 double coll_poly(const signed char c[3], int nranks);
 
@@ -125,6 +149,9 @@ struct options {
     int nsets;
     int iters, warmup;
     double time_budget;
+    enum mode modes[MODE_COUNT];    /* in the order given */
+    int nmodes;
+    int overlap;                    /* --overlap */
     int check, off_cache, quiet, help;
     const char *json, *csv;
     char error[256];
@@ -133,6 +160,7 @@ struct options {
 void options_parse(int argc, char **argv, struct options *o);
 int options_export_env(struct options *o);
 void options_usage(FILE *out);
+int options_want_mode(const struct options *o, enum mode m);
 const char *root_pattern_name(int pattern);
 
 /* ---- physical limits (limits.c) -------------------------------------------------------- */
@@ -163,6 +191,7 @@ struct point {
     int root_pattern;
     size_t bytes; /* n: count * datatype size */
     int count;
+    enum mode mode;
 };
 
 struct sample { /* microseconds; each a median over rounds */
@@ -178,6 +207,12 @@ struct result {
     double bound_us;
     char algs[128];
     int check; /* -1 not checked, else number of ranks that saw a mismatch */
+    /* --overlap: t is post + wait (t_pure); each call of the second pass computed for
+     * compute_us and took total (t_total); exposed is t_total - t_compute, taken on each
+     * rank before the slowest rank of a round is */
+    int overlap;
+    double compute_us[VAR_COUNT];
+    struct sample total[VAR_COUNT], exposed[VAR_COUNT];
 };
 
 struct arena; /* pre-faulted buffers shared by every point, measure.c */
@@ -187,6 +222,11 @@ void arena_destroy(struct arena *a);
 void measure_point(struct arena *a, const struct options *o, const struct point *pt,
                    struct result *res);
 int point_fits(const struct point *pt, int nranks);
+
+/* ---- the computation --overlap hides a collective behind (compute.c) ------------------- */
+
+void compute_calibrate(void);
+double compute_spin(double seconds);
 
 /* ---- algorithm counters (stats.c) ------------------------------------------------------- */
 
@@ -214,6 +254,9 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
 void report_header(FILE *out, const struct run_info *ri, const struct limits *l,
                    const struct options *o);
 void report_row(FILE *out, const struct result *r, int nranks);
+int report_sectioned(const struct options *o);
+void report_section(FILE *out, enum mode mode, int overlap);
+double result_overlap(const struct result *r, enum variant v);
 int report_json(const char *path, const struct run_info *ri, const struct limits *l,
                 const struct options *o, const struct result *rs, int n);
 int report_csv(const char *path, const struct run_info *ri, const struct result *rs, int n);

@@ -8,125 +8,130 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ENTRY_POINTS(X)                                                                    \
-    X(barrier, Barrier) X(bcast, Bcast) X(reduce, Reduce) X(allreduce, Allreduce)          \
-    X(gather, Gather) X(gatherv, Gatherv) X(scatter, Scatter) X(scatterv, Scatterv)        \
-    X(allgather, Allgather) X(allgatherv, Allgatherv) X(alltoall, Alltoall)                \
-    X(alltoallv, Alltoallv) X(alltoallw, Alltoallw) X(reduce_scatter, Reduce_scatter)      \
-    X(reduce_scatter_block, Reduce_scatter_block) X(scan, Scan) X(exscan, Exscan)
+/* Persistent collectives: MPI-4's MPI_<Coll>_init (MPICH 4), or Open MPI 4.1's MPIX_<Coll>_init
+ * from its pcollreq extension (mpi-ext.h).  BENCH_INIT(prefix, Upper) spells one: prefix P
+ * gives the host's PMPI_ form. */
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+#if MPI_VERSION >= 4
+#define BENCH_PERSISTENT 1
+#define BENCH_INIT(prefix, Upper) prefix##MPI_##Upper##_init
+#define BENCH_PERSISTENT_NAME "MPI_<Coll>_init"
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define BENCH_PERSISTENT 1
+#define BENCH_INIT(prefix, Upper) prefix##MPIX_##Upper##_init
+#define BENCH_PERSISTENT_NAME "MPIX_<Coll>_init"
+#else
+#define BENCH_PERSISTENT 0
+#endif
+
+/* Every collective once: its lower-case name, the MPI spelling, and its argument list taken
+ * from a `const struct call *c`.  The blocking, nonblocking (MPI_I<coll>) and persistent
+ * (<Coll>_init) calls below are all generated from this one list, so the three forms, and
+ * nodecoll and the host, can never pass different arguments. */
+#define ENTRY_POINTS(X)                                                                         \
+    X(barrier, Barrier, (c->comm))                                                              \
+    X(bcast, Bcast, (c->sbuf, c->count, c->type, c->root, c->comm))                             \
+    X(reduce, Reduce, (c->sbuf, c->rbuf, c->count, c->type, c->op, c->root, c->comm))           \
+    X(allreduce, Allreduce, (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))              \
+    X(gather, Gather, (c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->root, c->comm)) \
+    X(gatherv, Gatherv,                                                                         \
+      (c->sbuf, c->count, c->type, c->rbuf, c->counts, c->displs, c->type, c->root, c->comm))   \
+    X(scatter, Scatter,                                                                         \
+      (c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->root, c->comm))               \
+    X(scatterv, Scatterv,                                                                       \
+      (c->sbuf, c->counts, c->displs, c->type, c->rbuf, c->count, c->type, c->root, c->comm))   \
+    X(allgather, Allgather, (c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->comm))  \
+    X(allgatherv, Allgatherv,                                                                   \
+      (c->sbuf, c->count, c->type, c->rbuf, c->counts, c->displs, c->type, c->comm))            \
+    X(alltoall, Alltoall, (c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->comm))    \
+    X(alltoallv, Alltoallv,                                                                     \
+      (c->sbuf, c->counts, c->displs, c->type, c->rbuf, c->counts, c->displs, c->type, c->comm)) \
+    X(alltoallw, Alltoallw,                                                                     \
+      (c->sbuf, c->counts, c->bdispls, c->types, c->rbuf, c->counts, c->bdispls, c->types,      \
+       c->comm))                                                                                \
+    X(reduce_scatter, Reduce_scatter, (c->sbuf, c->rbuf, c->counts, c->type, c->op, c->comm))   \
+    X(reduce_scatter_block, Reduce_scatter_block,                                               \
+      (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))                                    \
+    X(scan, Scan, (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))                       \
+    X(exscan, Exscan, (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))
+
+/* The request calls of each family: a nodecoll request is started, waited for and freed by
+ * nodecoll's MPI_Start/Wait/Request_free, a host request by PMPI_Start/Wait/Request_free. */
+#define REQUEST_POINTS(X) X(wait, Wait) X(start, Start) X(request_free, Request_free)
 
 /* The member types come from the MPI's own prototypes, so const-ness and MPI_Count
- * differences between Open MPI and MPICH cannot make the two families disagree. */
+ * differences between Open MPI and MPICH cannot make the two families disagree.  MPI_I<coll>
+ * is "I" and the lower-case name: MPI_Ibarrier, MPI_Ireduce_scatter_block. */
+#if BENCH_PERSISTENT
+#define INIT_MEMBER(lower, Upper) __typeof__(BENCH_INIT(P, Upper)) *lower##_init;
+#define INIT_ENTRY(prefix, lower, Upper) .lower##_init = BENCH_INIT(prefix, Upper),
+#else
+#define INIT_MEMBER(lower, Upper)
+#define INIT_ENTRY(prefix, lower, Upper)
+#endif
+
 struct mpi_api {
-#define AS_MEMBER(lower, Upper) __typeof__(PMPI_##Upper) *lower;
+#define AS_MEMBER(lower, Upper, args)                                                           \
+    __typeof__(PMPI_##Upper) *lower;                                                            \
+    __typeof__(PMPI_I##lower) *i##lower;                                                        \
+    INIT_MEMBER(lower, Upper)
     ENTRY_POINTS(AS_MEMBER)
 #undef AS_MEMBER
+#define AS_REQUEST_MEMBER(lower, Upper) __typeof__(PMPI_##Upper) *lower;
+    REQUEST_POINTS(AS_REQUEST_MEMBER)
+#undef AS_REQUEST_MEMBER
 };
 
 /* MPI_* resolves to nodecoll when libnodecoll precedes libmpi on the link line (or is
  * preloaded); PMPI_* always reaches the host MPI. */
-static const struct mpi_api api_nodecoll = {
-#define AS_MPI(lower, Upper) .lower = MPI_##Upper,
-    ENTRY_POINTS(AS_MPI)
+#define AS_ENTRY(prefix, lower, Upper)                                                          \
+    .lower = prefix##MPI_##Upper, .i##lower = prefix##MPI_I##lower, INIT_ENTRY(prefix, lower, Upper)
+#define AS_MPI(lower, Upper, args) AS_ENTRY(, lower, Upper)
+#define AS_PMPI(lower, Upper, args) AS_ENTRY(P, lower, Upper)
+#define AS_MPI_REQUEST(lower, Upper) .lower = MPI_##Upper,
+#define AS_PMPI_REQUEST(lower, Upper) .lower = PMPI_##Upper,
+static const struct mpi_api api_nodecoll = {ENTRY_POINTS(AS_MPI) REQUEST_POINTS(AS_MPI_REQUEST)};
+static const struct mpi_api api_host = {ENTRY_POINTS(AS_PMPI) REQUEST_POINTS(AS_PMPI_REQUEST)};
+#undef AS_ENTRY
 #undef AS_MPI
-};
-
-static const struct mpi_api api_host = {
-#define AS_PMPI(lower, Upper) .lower = PMPI_##Upper,
-    ENTRY_POINTS(AS_PMPI)
 #undef AS_PMPI
-};
+#undef AS_MPI_REQUEST
+#undef AS_PMPI_REQUEST
 
-static int run_barrier(const struct mpi_api *a, const struct call *c)
-{
-    return a->barrier(c->comm);
-}
+/* Strips the parentheses around an argument list of ENTRY_POINTS. */
+#define ARGS(...) __VA_ARGS__
 
-static int run_bcast(const struct mpi_api *a, const struct call *c)
-{
-    return a->bcast(c->sbuf, c->count, c->type, c->root, c->comm);
-}
+#if BENCH_PERSISTENT
+#define DEFINE_INIT(lower, args)                                                                \
+    static int init_##lower(const struct mpi_api *a, const struct call *c, MPI_Request *req)    \
+    {                                                                                           \
+        return a->lower##_init(ARGS args, MPI_INFO_NULL, req);                                  \
+    }
+#define INIT_OF(lower) init_##lower
+#else
+#define DEFINE_INIT(lower, args)
+#define INIT_OF(lower) NULL
+#endif
 
-static int run_reduce(const struct mpi_api *a, const struct call *c)
-{
-    return a->reduce(c->sbuf, c->rbuf, c->count, c->type, c->op, c->root, c->comm);
-}
-
-static int run_allreduce(const struct mpi_api *a, const struct call *c)
-{
-    return a->allreduce(c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm);
-}
-
-static int run_gather(const struct mpi_api *a, const struct call *c)
-{
-    return a->gather(c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->root, c->comm);
-}
-
-static int run_gatherv(const struct mpi_api *a, const struct call *c)
-{
-    return a->gatherv(c->sbuf, c->count, c->type, c->rbuf, c->counts, c->displs, c->type,
-                      c->root, c->comm);
-}
-
-static int run_scatter(const struct mpi_api *a, const struct call *c)
-{
-    return a->scatter(c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->root,
-                      c->comm);
-}
-
-static int run_scatterv(const struct mpi_api *a, const struct call *c)
-{
-    return a->scatterv(c->sbuf, c->counts, c->displs, c->type, c->rbuf, c->count, c->type,
-                       c->root, c->comm);
-}
-
-static int run_allgather(const struct mpi_api *a, const struct call *c)
-{
-    return a->allgather(c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->comm);
-}
-
-static int run_allgatherv(const struct mpi_api *a, const struct call *c)
-{
-    return a->allgatherv(c->sbuf, c->count, c->type, c->rbuf, c->counts, c->displs, c->type,
-                         c->comm);
-}
-
-static int run_alltoall(const struct mpi_api *a, const struct call *c)
-{
-    return a->alltoall(c->sbuf, c->count, c->type, c->rbuf, c->count, c->type, c->comm);
-}
-
-static int run_alltoallv(const struct mpi_api *a, const struct call *c)
-{
-    return a->alltoallv(c->sbuf, c->counts, c->displs, c->type, c->rbuf, c->counts, c->displs,
-                        c->type, c->comm);
-}
-
-static int run_alltoallw(const struct mpi_api *a, const struct call *c)
-{
-    return a->alltoallw(c->sbuf, c->counts, c->bdispls, c->types, c->rbuf, c->counts,
-                        c->bdispls, c->types, c->comm);
-}
-
-static int run_reduce_scatter(const struct mpi_api *a, const struct call *c)
-{
-    return a->reduce_scatter(c->sbuf, c->rbuf, c->counts, c->type, c->op, c->comm);
-}
-
-static int run_reduce_scatter_block(const struct mpi_api *a, const struct call *c)
-{
-    return a->reduce_scatter_block(c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm);
-}
-
-static int run_scan(const struct mpi_api *a, const struct call *c)
-{
-    return a->scan(c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm);
-}
-
-static int run_exscan(const struct mpi_api *a, const struct call *c)
-{
-    return a->exscan(c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm);
-}
+/* run_<coll>: the blocking call; post_<coll>: the nonblocking one; init_<coll>: the
+ * persistent request; forms_<coll>: the three, for the table below. */
+#define DEFINE_FORMS(lower, Upper, args)                                                        \
+    static int run_##lower(const struct mpi_api *a, const struct call *c)                       \
+    {                                                                                           \
+        return a->lower(ARGS args);                                                             \
+    }                                                                                           \
+    static int post_##lower(const struct mpi_api *a, const struct call *c, MPI_Request *req)    \
+    {                                                                                           \
+        return a->i##lower(ARGS args, req);                                                     \
+    }                                                                                           \
+    DEFINE_INIT(lower, args)                                                                    \
+    static const struct coll_forms forms_##lower = {run_##lower, post_##lower, INIT_OF(lower)};
+ENTRY_POINTS(DEFINE_FORMS)
+#undef DEFINE_FORMS
 
 #define RT COLL_ROOTED
 #define DF COLL_DEFAULT
@@ -135,28 +140,28 @@ static int run_exscan(const struct mpi_api *a, const struct call *c)
 /* reads / writes: P^2, P, 1 coefficients of n (see docs/benchmark.md for the reasoning).
  * Vector variants use equal counts, so they share the traffic of their plain form. */
 static const struct coll table[] = {
-    {"barrier", run_barrier, DF | COLL_SIZELESS | AD, BLK_NONE, BLK_NONE, OUT_NONE, {0, 0, 0}, {0, 0, 0}, PAT_UNIFORM},
-    {"bcast", run_bcast, DF | RT | COLL_OUT_SEND, BLK_ONE, BLK_NONE, OUT_ALL, {0, 0, 1}, {0, 1, -1}, PAT_UNIFORM},
-    {"reduce", run_reduce, DF | RT | RD, BLK_ONE, BLK_ONE, OUT_ROOT, {0, 1, 0}, {0, 0, 1}, PAT_UNIFORM},
-    {"allreduce", run_allreduce, DF | RD | AD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"gather", run_gather, DF | RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"gatherv", run_gatherv, RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"scatter", run_scatter, DF | RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"scatterv", run_scatterv, RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"allgather", run_allgather, DF | AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"allgatherv", run_allgatherv, AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"alltoall", run_alltoall, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"alltoallv", run_alltoallv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"alltoallw", run_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"barrier", &forms_barrier, DF | COLL_SIZELESS | AD, BLK_NONE, BLK_NONE, OUT_NONE, {0, 0, 0}, {0, 0, 0}, PAT_UNIFORM},
+    {"bcast", &forms_bcast, DF | RT | COLL_OUT_SEND, BLK_ONE, BLK_NONE, OUT_ALL, {0, 0, 1}, {0, 1, -1}, PAT_UNIFORM},
+    {"reduce", &forms_reduce, DF | RT | RD, BLK_ONE, BLK_ONE, OUT_ROOT, {0, 1, 0}, {0, 0, 1}, PAT_UNIFORM},
+    {"allreduce", &forms_allreduce, DF | RD | AD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"gather", &forms_gather, DF | RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"gatherv", &forms_gatherv, RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"scatter", &forms_scatter, DF | RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"scatterv", &forms_scatterv, RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"allgather", &forms_allgather, DF | AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"allgatherv", &forms_allgatherv, AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"alltoall", &forms_alltoall, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"alltoallv", &forms_alltoallv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
+    {"alltoallw", &forms_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
     /* Seed 001's nonuniform cases (size: the large block / the block per neighbour).  Bounds:
      * every rank writes the large block; a ring rank reads and writes two blocks. */
-    {"allgatherv_skewed", run_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
-    {"alltoallw_ring", run_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
-    {"reduce_scatter", run_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"reduce_scatter_block", run_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
+    {"allgatherv_skewed", &forms_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
+    {"alltoallw_ring", &forms_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
+    {"reduce_scatter", &forms_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"reduce_scatter_block", &forms_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
      {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"scan", run_scan, RD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"exscan", run_exscan, RD, BLK_ONE, BLK_ONE, OUT_NOT_FIRST, {0, 1, -1}, {0, 1, -1}, PAT_UNIFORM},
+    {"scan", &forms_scan, RD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"exscan", &forms_exscan, RD, BLK_ONE, BLK_ONE, OUT_NOT_FIRST, {0, 1, -1}, {0, 1, -1}, PAT_UNIFORM},
 };
 #undef RT
 #undef DF
@@ -185,6 +190,15 @@ void coll_call_name(const struct coll *c, char *out, size_t len)
     snprintf(out, len, "%.*s", keep, c->name);
 }
 
+const char *coll_persistent_name(void)
+{
+#if BENCH_PERSISTENT
+    return BENCH_PERSISTENT_NAME;
+#else
+    return NULL;
+#endif
+}
+
 const struct mpi_api *coll_api(enum variant v)
 {
     return v == VAR_NODECOLL ? &api_nodecoll : &api_host;
@@ -193,6 +207,35 @@ const struct mpi_api *coll_api(enum variant v)
 const char *variant_name(enum variant v)
 {
     return v == VAR_NODECOLL ? "nodecoll" : "host";
+}
+
+int api_wait(const struct mpi_api *api, MPI_Request *req)
+{
+    return api->wait(req, MPI_STATUS_IGNORE);
+}
+
+int api_start(const struct mpi_api *api, MPI_Request *req)
+{
+    return api->start(req);
+}
+
+int api_request_free(const struct mpi_api *api, MPI_Request *req)
+{
+    return api->request_free(req);
+}
+
+static const char *const mode_names[MODE_COUNT] = {"blocking", "nonblocking", "persistent"};
+
+const char *mode_name(enum mode m)
+{
+    return mode_names[m];
+}
+
+int mode_find(const char *name)
+{
+    for (int m = 0; m < MODE_COUNT; m++)
+        if (!strcmp(name, mode_names[m])) return m;
+    return -1;
 }
 
 size_t coll_blocks(enum blocks b, int nranks)

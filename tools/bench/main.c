@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #define PROGRESS_EVERY_S 5.0
+/* --mode persistent under an MPI without persistent collectives: the conventional status
+ * of a skipped test, so that CTest (SKIP_RETURN_CODE) and scripts can tell it apart. */
+#define EXIT_UNSUPPORTED 77
 
 struct sweep {
     struct point *pts;
@@ -16,31 +19,31 @@ struct sweep {
 };
 
 static void add_point(struct sweep *s, const struct coll *c, const struct dtype *dt, int root,
-                      size_t bytes)
+                      size_t bytes, enum mode mode)
 {
     size_t count = bytes ? (bytes + dt->size - 1) / dt->size : 0;
-    struct point p = {c, dt, root, count * dt->size, (int)count};
+    struct point p = {c, dt, root, count * dt->size, (int)count, mode};
     const struct point *prev = s->n ? &s->pts[s->n - 1] : NULL;
-    if (prev && prev->coll == c && prev->dt == dt && prev->root_pattern == root && prev->count == p.count)
+    if (prev && prev->coll == c && prev->dt == dt && prev->root_pattern == root && prev->count == p.count &&
+        prev->mode == mode)
         return; /* sizes below the datatype size round up to the same point */
     s->pts = realloc(s->pts, sizeof p * (size_t)(s->n + 1));
     s->pts[s->n++] = p;
 }
 
 static void add_sizes(struct sweep *s, const struct options *o, const struct coll *c,
-                      const struct dtype *dt, int root)
+                      const struct dtype *dt, int root, enum mode mode)
 {
     if (c->flags & COLL_SIZELESS) {
-        add_point(s, c, dt, root, 0);
+        add_point(s, c, dt, root, 0, mode);
         return;
     }
-    for (int i = 0; i < o->nsizes; i++) add_point(s, c, dt, root, o->sizes[i]);
+    for (int i = 0; i < o->nsizes; i++) add_point(s, c, dt, root, o->sizes[i], mode);
 }
 
-/* Every point in the order it runs: collective, datatype, root pattern, size. */
-static struct sweep plan_sweep(const struct options *o)
+/* The points of one mode in the order they run: collective, datatype, root pattern, size. */
+static void plan_mode(struct sweep *s, const struct options *o, enum mode mode)
 {
-    struct sweep s = {NULL, 0};
     for (int i = 0; i < coll_count(); i++) {
         const struct coll *c = coll_at(i);
         if (!(o->colls >> i & 1)) continue;
@@ -49,11 +52,18 @@ static struct sweep plan_sweep(const struct options *o)
         for (int d = 0; d < ndtypes; d++) {
             const struct dtype *dt = o->dtypes[d] ? o->dtypes[d] : dtype_auto(c, o->op);
             if ((c->flags & COLL_REDUCES) && !op_fits(o->op, dt)) continue;
-            if (!(c->flags & COLL_ROOTED)) add_sizes(&s, o, c, dt, -1);
+            if (!(c->flags & COLL_ROOTED)) add_sizes(s, o, c, dt, -1, mode);
             for (int r = 0; (c->flags & COLL_ROOTED) && r < o->nroots; r++)
-                add_sizes(&s, o, c, dt, o->roots[r]);
+                add_sizes(s, o, c, dt, o->roots[r], mode);
         }
     }
+}
+
+/* Mode by mode, in the order of --mode, so that each mode's results form one table. */
+static struct sweep plan_sweep(const struct options *o)
+{
+    struct sweep s = {NULL, 0};
+    for (int m = 0; m < o->nmodes; m++) plan_mode(&s, o, o->modes[m]);
     return s;
 }
 
@@ -79,9 +89,10 @@ static void progress(const struct sweep *s, int i, double t0)
     else snprintf(left, sizeof left, "?");
     int tty = isatty(STDERR_FILENO);
     if (!tty && p->coll == last && now - last_line < PROGRESS_EVERY_S) return;
-    fprintf(stderr, "%s[%d/%d] %s %s root=%s %s  (%s elapsed, ~%s left)%s",
+    fprintf(stderr, "%s[%d/%d] %s %s root=%s %s%s%s  (%s elapsed, ~%s left)%s",
             tty ? "\r\033[K" : "nodecoll-bench: ", i + 1, s->n, p->coll->name, p->dt->name,
-            root_pattern_name(p->root_pattern), sz, el, left, tty ? "" : "\n");
+            root_pattern_name(p->root_pattern), sz, p->mode == MODE_BLOCKING ? "" : " ",
+            p->mode == MODE_BLOCKING ? "" : mode_name(p->mode), el, left, tty ? "" : "\n");
     last = p->coll;
     last_line = now;
 }
@@ -96,10 +107,12 @@ static void progress_clear(void)
 static int run_sweep(const struct options *o, const struct limits *l, const struct sweep *s,
                      struct result *res, int rank, int nranks)
 {
-    int loud = rank == 0 && !o->quiet, failed = 0;
+    int loud = rank == 0 && !o->quiet, failed = 0, sectioned = report_sectioned(o);
     struct arena *a = arena_create(o, nranks);
     double t0 = now_s();
     for (int i = 0; i < s->n; i++) {
+        if (loud && sectioned && (i == 0 || s->pts[i].mode != s->pts[i - 1].mode))
+            report_section(stdout, s->pts[i].mode, o->overlap);
         if (loud) progress(s, i, t0);
         measure_point(a, o, &s->pts[i], &res[i]);
         res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
@@ -146,6 +159,17 @@ static int usage_or_error(const struct options *o, int rank)
     return o->error[0] ? 2 : 0;
 }
 
+/* Known at build time, reported by rank 0 after MPI_Init like every other refusal. */
+static int persistent_missing(const struct options *o, int rank)
+{
+    if (!options_want_mode(o, MODE_PERSISTENT) || coll_persistent_name()) return 0;
+    if (rank == 0)
+        fprintf(stderr, "nodecoll-bench: --mode persistent: this MPI has no persistent "
+                        "collectives (neither MPI-4's MPI_<Coll>_init nor Open MPI's "
+                        "MPIX_<Coll>_init); nothing measured\n");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -156,8 +180,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (o.help || o.error[0]) {
-        status = usage_or_error(&o, rank);
+    if (o.help || o.error[0] || persistent_missing(&o, rank)) {
+        status = o.help || o.error[0] ? usage_or_error(&o, rank) : EXIT_UNSUPPORTED;
         MPI_Finalize();
         return status;
     }
@@ -165,6 +189,7 @@ int main(int argc, char **argv)
     struct limits lim;
     struct run_info ri;
     limits_measure(&lim, &o);
+    if (o.overlap) compute_calibrate();
     report_collect(&ri, argc, args, &lim);
     if (rank == 0 && !o.quiet) report_header(stdout, &ri, &lim, &o);
     fflush(stdout);

@@ -7,6 +7,10 @@
  * PMPI_Barrier precedes every block (nothing of nodecoll in the separation).  Afterwards
  * rank 0 takes, per round, the slowest rank (a collective is done when its last rank is)
  * and the median of that over rounds.
+ *
+ * A call is blocking, nonblocking (post, then wait) or persistent (start, then wait; the
+ * requests are made before the first call and freed after the last).  --overlap adds a
+ * second pass of rounds in which each call computes between post and wait.
  */
 #include "bench.h"
 
@@ -42,6 +46,14 @@ struct run_state {
     struct call call;
     size_t send_bytes, recv_bytes, rbuf_off, stride, nsets, cursor;
     int rotate, seq, sparse;
+    /* persistent mode: one request per root with --root rotate, else one, per variant */
+    MPI_Request *bound[VAR_COUNT];
+    int nbound;
+    /* --overlap: how long a call of each variant computes; the seconds a block computed,
+     * [v * rounds + round] */
+    double compute_s[VAR_COUNT];
+    double *computed;
+    int rounds;
 };
 
 static size_t set_bytes(const struct coll *c, int nranks, size_t n, size_t *rbuf_off)
@@ -170,26 +182,112 @@ static void state_init(struct run_state *st, struct arena *a, const struct point
     for (size_t s = 0; s < st->nsets; s++) fill_send(st, a->base + s * st->stride, (unsigned)s);
 }
 
-static void call_once(struct run_state *st, enum variant v)
+static void restore_root(struct run_state *st)
 {
-    if (st->pt->coll->run(coll_api(v), &st->call) != MPI_SUCCESS) {
-        fprintf(stderr, "nodecoll-bench: %s %s failed\n", variant_name(v), st->pt->coll->name);
-        MPI_Abort(MPI_COMM_WORLD, 4);
+    st->call.root = root_of(st->pt->root_pattern, st->a->nranks, 0);
+}
+
+static void call_failed(const struct run_state *st, enum variant v, const char *step)
+{
+    fprintf(stderr, "nodecoll-bench: %s %s failed (%s %s)\n", variant_name(v), st->pt->coll->name,
+            mode_name(st->pt->mode), step);
+    MPI_Abort(MPI_COMM_WORLD, 4);
+}
+
+/* Persistent mode: each variant's requests, made once per point outside the timed region,
+ * in the same order on every rank (the *_init calls are collective).  They are bound to
+ * buffer set 0, which is why --off-cache (several sets) is refused with this mode. */
+static void bind_requests(struct run_state *st)
+{
+    if (st->pt->mode != MODE_PERSISTENT) return;
+    st->nbound = st->rotate ? st->a->nranks : 1;
+    for (int v = 0; v < VAR_COUNT; v++) {
+        st->bound[v] = malloc(sizeof(MPI_Request) * (size_t)st->nbound);
+        for (int i = 0; i < st->nbound; i++) {
+            if (st->rotate) st->call.root = i;
+            if (st->pt->coll->forms->init(coll_api((enum variant)v), &st->call, &st->bound[v][i]))
+                call_failed(st, (enum variant)v, "init");
+        }
+    }
+    restore_root(st);
+}
+
+static void free_requests(struct run_state *st)
+{
+    for (int v = 0; v < VAR_COUNT && st->nbound; v++) {
+        for (int i = 0; i < st->nbound; i++)
+            if (api_request_free(coll_api((enum variant)v), &st->bound[v][i]))
+                call_failed(st, (enum variant)v, "request free");
+        free(st->bound[v]);
     }
 }
 
-/* Seconds for k calls on this rank.  Both variants of a round see the same input values
- * and the same sequence of roots; contents change from round to round. */
-static double timed_block(struct run_state *st, enum variant v, int k, int round)
+/* Starts a call of variant v: the nonblocking call into *fresh, or MPI_Start of the
+ * persistent request for the current root.  Returns the request to wait for. */
+static MPI_Request *post_call(struct run_state *st, enum variant v, MPI_Request *fresh)
+{
+    const struct mpi_api *api = coll_api(v);
+    if (st->pt->mode == MODE_PERSISTENT) {
+        MPI_Request *bound = &st->bound[v][st->rotate ? st->call.root : 0];
+        if (api_start(api, bound)) call_failed(st, v, "start");
+        return bound;
+    }
+    if (st->pt->coll->forms->post(api, &st->call, fresh)) call_failed(st, v, "post");
+    return fresh;
+}
+
+static void wait_call(struct run_state *st, enum variant v, MPI_Request *req)
+{
+    if (api_wait(coll_api(v), req)) call_failed(st, v, "wait");
+}
+
+static void call_once(struct run_state *st, enum variant v)
+{
+    if (st->pt->mode == MODE_BLOCKING) {
+        if (st->pt->coll->forms->run(coll_api(v), &st->call)) call_failed(st, v, "call");
+        return;
+    }
+    MPI_Request req;
+    wait_call(st, v, post_call(st, v, &req));
+}
+
+/* Both variants of a round see the same input values and the same sequence of roots;
+ * contents change from round to round. */
+static void start_block(struct run_state *st, int k, int round)
 {
     if (st->nsets == 1) fill_send(st, st->call.sbuf, (unsigned)round * 7u);
     st->seq = (int)((long long)round * k % st->a->nranks);
     PMPI_Barrier(st->call.comm);
+}
+
+/* Seconds for k calls on this rank. */
+static double timed_block(struct run_state *st, enum variant v, int k, int round)
+{
+    start_block(st, k, round);
     double t0 = now_s();
     for (int j = 0; j < k; j++) {
         next_call(st);
         call_once(st, v);
     }
+    return now_s() - t0;
+}
+
+/* --overlap: k calls of post, compute, wait.  Returns the block's seconds (t_total) and
+ * logs the seconds it computed (t_compute) as the loop actually took: a preempted loop must
+ * not count as communication the computation failed to hide. */
+static double overlap_block(struct run_state *st, enum variant v, int k, int round)
+{
+    double computed = 0;
+    start_block(st, k, round);
+    double t0 = now_s();
+    for (int j = 0; j < k; j++) {
+        MPI_Request fresh;
+        next_call(st);
+        MPI_Request *req = post_call(st, v, &fresh);
+        computed += compute_spin(st->compute_s[v]);
+        wait_call(st, v, req);
+    }
+    st->computed[v * st->rounds + round] = computed;
     return now_s() - t0;
 }
 
@@ -233,7 +331,9 @@ static void plan(struct run_state *st, const struct options *o, double t_start,
     PMPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, st->call.comm);
     double fastest = dmax(dmin(t[0], t[1]), 1e-9);
     *k = (int)dmin(ceil_pos(ROUND_TARGET_S / fastest), K_MAX);
-    double round_s = *k * (t[0] + t[1]) + 2 * t[2] + (o->check ? 2 * (t[0] + t[1]) : 0);
+    /* --overlap adds a pass of the same rounds whose calls also compute about as long */
+    double calls_s = *k * (t[0] + t[1]), pass_s = calls_s + 2 * t[2];
+    double round_s = pass_s + (o->overlap ? pass_s + calls_s : 0) + (o->check ? 2 * (t[0] + t[1]) : 0);
     double left = o->time_budget - t[3], fit = left > 0 ? left / round_s : 0;
     *rounds = (int)dmax(MIN_ROUNDS, dmin(o->iters, fit));
 }
@@ -266,30 +366,32 @@ static void spread(double *v, int n, double *q1, double *med, double *q3)
  * each other, so when the machine changes speed between rounds (a virtual CPU moved, a
  * neighbour started) the ratio stays right even where the two medians would fall on
  * different sides of the change. */
-static void summarize(const double *all, int nranks, int rounds, int k, struct result *res)
+static void summarize(const double *all, int nranks, int rounds, int k,
+                      struct sample t[VAR_COUNT], double ratio[3])
 {
     double *buf = malloc(sizeof(double) * (size_t)rounds * (3 * VAR_COUNT + 1));
-    double *mx[VAR_COUNT], *ratio = buf + 3 * VAR_COUNT * rounds;
+    double *mx[VAR_COUNT], *per_ratio = buf + 3 * VAR_COUNT * rounds;
     for (int v = 0; v < VAR_COUNT; v++) {
         double *mn = buf + (3 * v + 1) * rounds, *md = mn + rounds;
         mx[v] = buf + 3 * v * rounds;
         per_round(all, nranks, rounds, k, (enum variant)v, mx[v], mn, md);
-        res->t[v].min = median_of(mn, rounds);
-        res->t[v].med = median_of(md, rounds);
+        t[v].min = median_of(mn, rounds);
+        t[v].med = median_of(md, rounds);
     }
-    for (int r = 0; r < rounds; r++) ratio[r] = mx[VAR_HOST][r] / mx[VAR_NODECOLL][r];
-    spread(ratio, rounds, &res->ratio_q1, &res->speedup, &res->ratio_q3);
-    for (int v = 0; v < VAR_COUNT; v++) spread(mx[v], rounds, &res->t[v].q1, &res->t[v].max, &res->t[v].q3);
+    for (int r = 0; r < rounds; r++) per_ratio[r] = mx[VAR_HOST][r] / mx[VAR_NODECOLL][r];
+    spread(per_ratio, rounds, &ratio[0], &ratio[1], &ratio[2]);
+    for (int v = 0; v < VAR_COUNT; v++) spread(mx[v], rounds, &t[v].q1, &t[v].max, &t[v].q3);
     free(buf);
 }
 
+/* On rank 0: each variant's sample, and host / nodecoll per round (q1, median, q3). */
 static void gather_times(struct run_state *st, const double *mine, int rounds, int k,
-                         struct result *res)
+                         struct sample t[VAR_COUNT], double ratio[3])
 {
     int n = VAR_COUNT * rounds;
     double *all = st->a->rank == 0 ? malloc(sizeof(double) * (size_t)n * st->a->nranks) : NULL;
     PMPI_Gather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, st->call.comm);
-    if (all) summarize(all, st->a->nranks, rounds, k, res);
+    if (all) summarize(all, st->a->nranks, rounds, k, t, ratio);
     free(all);
 }
 
@@ -355,12 +457,53 @@ static int check_round(struct run_state *st, int round, int tell)
     return 1;
 }
 
-static void restore_root(struct run_state *st)
+/* ---- one point ---------------------------------------------------------------------------- */
+
+typedef double block_fn(struct run_state *st, enum variant v, int k, int round);
+
+/* `rounds` rounds of one block of each variant, the first variant alternating; the block's
+ * seconds go to mine[v * rounds + r].  With `check`, each round ends with a --check round
+ * (on every rank: the check calls are collective too).  Returns the failed checks. */
+static int run_rounds(struct run_state *st, block_fn *block, int k, int rounds, double *mine,
+                      int check)
 {
-    st->call.root = root_of(st->pt->root_pattern, st->a->nranks, 0);
+    int bad = 0;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < VAR_COUNT; i++) {
+            enum variant v = (enum variant)(r % 2 ? VAR_COUNT - 1 - i : i);
+            mine[v * rounds + r] = block(st, v, k, r);
+        }
+        if (check) {
+            bad += check_round(st, r, bad == 0);
+            restore_root(st);
+        }
+    }
+    return bad;
 }
 
-/* ---- one point ---------------------------------------------------------------------------- */
+/* --overlap, after the plain rounds gave each variant's t_pure (post + wait, slowest rank,
+ * median over rounds): the same rounds again, each call computing for its own variant's
+ * t_pure between post and wait, as OSU's osu_i<coll> do.  The compute length is rank 0's
+ * figure on every rank. */
+static void measure_overlap(struct run_state *st, struct result *res, double *mine)
+{
+    double pure_s[VAR_COUNT], ratio[3];
+    for (int v = 0; v < VAR_COUNT; v++) pure_s[v] = res->t[v].max * 1e-6;
+    PMPI_Bcast(pure_s, VAR_COUNT, MPI_DOUBLE, 0, st->call.comm);
+    for (int v = 0; v < VAR_COUNT; v++) {
+        st->compute_s[v] = pure_s[v];
+        res->compute_us[v] = pure_s[v] * 1e6;
+    }
+    st->rounds = res->rounds;
+    st->computed = malloc(sizeof(double) * VAR_COUNT * (size_t)res->rounds);
+    run_rounds(st, overlap_block, res->k, res->rounds, mine, 0);
+    gather_times(st, mine, res->rounds, res->k, res->total, ratio);
+    /* t_total - t_compute on each rank and round, before the slowest rank is taken */
+    for (int i = 0; i < VAR_COUNT * res->rounds; i++) mine[i] -= st->computed[i];
+    gather_times(st, mine, res->rounds, res->k, res->exposed, ratio);
+    free(st->computed);
+    res->overlap = 1;
+}
 
 void measure_point(struct arena *a, const struct options *o, const struct point *pt,
                    struct result *res)
@@ -371,6 +514,7 @@ void measure_point(struct arena *a, const struct options *o, const struct point 
     res->pt = *pt;
     res->check = o->check ? 0 : -1;
     state_init(&st, a, pt, o);
+    bind_requests(&st);
     struct stats_snap *before = stats_snapshot();
     double first[VAR_COUNT];
     first_calls(&st, first);
@@ -378,19 +522,13 @@ void measure_point(struct arena *a, const struct options *o, const struct point 
     plan(&st, o, t_start, first, &res->k, &res->rounds);
 
     double *mine = malloc(sizeof(double) * VAR_COUNT * (size_t)res->rounds);
-    int bad = 0;
-    for (int r = 0; r < res->rounds; r++) {
-        for (int i = 0; i < VAR_COUNT; i++) {
-            enum variant v = (enum variant)(r % 2 ? VAR_COUNT - 1 - i : i);
-            mine[v * res->rounds + r] = timed_block(&st, v, res->k, r);
-        }
-        if (o->check) { /* every round on every rank: the check calls are collective too */
-            bad += check_round(&st, r, bad == 0);
-            restore_root(&st);
-        }
-    }
-    gather_times(&st, mine, res->rounds, res->k, res);
+    double ratio[3];
+    int bad = run_rounds(&st, timed_block, res->k, res->rounds, mine, o->check);
+    gather_times(&st, mine, res->rounds, res->k, res->t, ratio);
+    res->ratio_q1 = ratio[0], res->speedup = ratio[1], res->ratio_q3 = ratio[2];
+    if (o->overlap) measure_overlap(&st, res, mine);
     free(mine);
+    free_requests(&st);
     char call[32];
     coll_call_name(pt->coll, call, sizeof call);
     stats_moved(before, call, res->algs, sizeof res->algs);

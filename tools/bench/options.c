@@ -130,6 +130,16 @@ static int root_item(struct options *o, const char *w)
     return fail(o, "--root: expected 0, last or rotate, not '%s'", w);
 }
 
+static int mode_item(struct options *o, const char *w)
+{
+    int m = mode_find(w);
+    if (m < 0) return fail(o, "--mode: expected blocking, nonblocking or persistent, not '%s'", w);
+    for (int i = 0; i < o->nmodes; i++)
+        if (o->modes[i] == (enum mode)m) return 0;
+    o->modes[o->nmodes++] = (enum mode)m;
+    return 0;
+}
+
 static long parse_long(struct options *o, const char *name, const char *s, long lo, long hi)
 {
     char *e;
@@ -155,7 +165,8 @@ static int set_item(struct options *o, const char *arg)
 }
 
 enum { OPT_COLL = 256, OPT_SIZES, OPT_DTYPE, OPT_OP, OPT_ROOT, OPT_RPN, OPT_SET, OPT_ITERS,
-       OPT_WARMUP, OPT_BUDGET, OPT_CHECK, OPT_OFFCACHE, OPT_JSON, OPT_CSV, OPT_QUIET };
+       OPT_WARMUP, OPT_BUDGET, OPT_CHECK, OPT_OFFCACHE, OPT_JSON, OPT_CSV, OPT_QUIET, OPT_MODE,
+       OPT_OVERLAP };
 
 static const struct option longopts[] = {
     {"coll", required_argument, 0, OPT_COLL},       {"sizes", required_argument, 0, OPT_SIZES},
@@ -166,6 +177,7 @@ static const struct option longopts[] = {
     {"check", no_argument, 0, OPT_CHECK},           {"off-cache", no_argument, 0, OPT_OFFCACHE},
     {"json", required_argument, 0, OPT_JSON},       {"csv", required_argument, 0, OPT_CSV},
     {"quiet", no_argument, 0, OPT_QUIET},           {"help", no_argument, 0, 'h'},
+    {"mode", required_argument, 0, OPT_MODE},       {"overlap", no_argument, 0, OPT_OVERLAP},
     {0, 0, 0, 0},
 };
 
@@ -189,6 +201,8 @@ static void apply(struct options *o, int c, const char *arg)
     case OPT_JSON: o->json = arg; break;
     case OPT_CSV: o->csv = arg; break;
     case OPT_QUIET: o->quiet = 1; break;
+    case OPT_MODE: o->nmodes = 0; for_each_word(o, arg, mode_item); break;
+    case OPT_OVERLAP: o->overlap = 1; break;
     case 'h': o->help = 1; break;
     default: fail(o, "unknown option (see --help)"); break;
     }
@@ -220,6 +234,26 @@ static int check_combinations(struct options *o)
     return 0;
 }
 
+int options_want_mode(const struct options *o, enum mode m)
+{
+    for (int i = 0; i < o->nmodes; i++)
+        if (o->modes[i] == m) return 1;
+    return 0;
+}
+
+/* Without --mode: blocking, or nonblocking for --overlap (a blocking call has nothing to
+ * overlap with). */
+static int check_modes(struct options *o)
+{
+    if (!o->nmodes) o->modes[o->nmodes++] = o->overlap ? MODE_NONBLOCKING : MODE_BLOCKING;
+    if (o->overlap && options_want_mode(o, MODE_BLOCKING))
+        return fail(o, "--overlap: a blocking call cannot overlap; use --mode nonblocking or persistent");
+    /* A persistent request is bound to its buffers: it cannot rotate through a pool. */
+    if (o->off_cache && options_want_mode(o, MODE_PERSISTENT))
+        return fail(o, "--off-cache: persistent requests are bound to one buffer set; not with --mode persistent");
+    return 0;
+}
+
 void options_parse(int argc, char **argv, struct options *o)
 {
     set_defaults(o);
@@ -229,6 +263,7 @@ void options_parse(int argc, char **argv, struct options *o)
     if (optind < argc) fail(o, "unexpected argument '%s'", argv[optind]);
     if (!o->colls) fail(o, "--coll: nothing selected");
     check_combinations(o);
+    check_modes(o);
 }
 
 /* NODECOLL_FOO=1 or foo=1: the prefix is optional and the name case-insensitive, so the
@@ -282,6 +317,12 @@ void options_usage(FILE *out)
 "  --op OP             sum (default), prod, max, min, band, bor, bxor\n"
 "  --root LIST         root of rooted collectives: 0 (default), last, rotate (moves to\n"
 "                      the next rank on every call)\n"
+"  --mode LIST         call forms, comma separated: blocking (default); nonblocking\n"
+"                      (MPI_I<coll> + MPI_Wait); persistent (MPI_<Coll>_init once per\n"
+"                      size, then MPI_Start + MPI_Wait per call)\n"
+"  --overlap           how much of a posted call hides behind computation (OSU style):\n"
+"                      post + compute + wait against post + wait; implies --mode\n"
+"                      nonblocking unless --mode names nonblocking and/or persistent\n"
 "\n"
 "nodecoll settings (exported before MPI_Init, in every rank):\n"
 "  --ranks-per-node K  sets NODECOLL_RANKS_PER_NODE=K: emulated nodes of K ranks\n"

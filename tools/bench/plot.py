@@ -50,6 +50,9 @@ def load(paths):
     for p in paths:
         with open(p) as f:
             run = json.load(f)
+        # The report compares blocking calls; results of other call forms (--mode, format 1
+        # files written before --mode have no "mode") would be drawn over them.
+        run["results"] = [r for r in run["results"] if r.get("mode", "blocking") == "blocking"]
         run["label"] = run_label(run)
         run["mpi_short"] = mpi_name(run["mpi"])
         runs.append(run)

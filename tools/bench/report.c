@@ -40,6 +40,12 @@ int result_noisy(const struct result *r)
     return r->ratio_q3 > NOISY_SPREAD * r->ratio_q1;
 }
 
+/* 100 * (1 - (t_total - t_compute) / t_pure), clamped to 0..100 (docs/benchmark.md). */
+double result_overlap(const struct result *r, enum variant v)
+{
+    return 100.0 * dmax(0, dmin(1, 1 - r->exposed[v].max / r->t[v].max));
+}
+
 /* ---- run description --------------------------------------------------------------------- */
 
 static void first_line(char *dst, size_t len, const char *src)
@@ -123,6 +129,19 @@ static void print_limits(FILE *out, const struct limits *l)
     }
 }
 
+static void print_columns(FILE *out, int overlap)
+{
+    if (overlap) {
+        fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-35s | %-35s | %7s  %s\n", "collective",
+                "dtype", "root", "size", "k", "rnds", "nodecoll us: pure total exp overlap",
+                "host us: pure total exp overlap", "x host", "algorithm");
+        return;
+    }
+    fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
+            "collective", "dtype", "root", "size", "k", "rnds", "nodecoll us: min med max",
+            "host us: min med max", "x host", "bound us", "%bound", "GB/s", "algorithm");
+}
+
 void report_header(FILE *out, const struct run_info *ri, const struct limits *l,
                    const struct options *o)
 {
@@ -138,9 +157,52 @@ void report_header(FILE *out, const struct run_info *ri, const struct limits *l,
             o->check ? ", results checked against the host MPI" : "");
     if (l->valid) print_limits(out, l);
     else fprintf(out, "# ranks span %d machines: no single-node bound\n", l->nodes);
-    fprintf(out, "#\n# %-20s %-6s %-6s %6s %6s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
-            "collective", "dtype", "root", "size", "k", "rnds", "nodecoll us: min med max",
-            "host us: min med max", "x host", "bound us", "%bound", "GB/s", "algorithm");
+    if (report_sectioned(o)) return;
+    fputs("#\n", out);
+    print_columns(out, 0);
+}
+
+/* Only the default run (blocking calls, latency) has a single table; it keeps the layout
+ * that docs/results.md and the README quote.  Every other run names the mode of each
+ * table in a section header. */
+int report_sectioned(const struct options *o)
+{
+    return o->overlap || o->nmodes != 1 || o->modes[0] != MODE_BLOCKING;
+}
+
+/* What each variant calls, per mode (persistent: after the name of the _init functions). */
+static const char *const mode_calls[MODE_COUNT] = {
+    "MPI_<Coll> (nodecoll) against PMPI_<Coll> (host)",
+    "MPI_I<coll> + MPI_Wait (nodecoll) against PMPI_I<coll> + PMPI_Wait (host)",
+    " once per size, untimed; then MPI_Start + MPI_Wait (nodecoll) against PMPI_Start + "
+    "PMPI_Wait (host)",
+};
+
+void report_section(FILE *out, enum mode mode, int overlap)
+{
+    const char *init = mode == MODE_PERSISTENT ? coll_persistent_name() : "";
+    fprintf(out, "#\n# mode: %s: %s%s\n", mode_name(mode), init, mode_calls[mode]);
+    if (overlap)
+        fprintf(out, "# overlap: pure = post + wait; total = post + compute + wait, computing as long as "
+                     "the variant's pure; exp = total - compute\n#   (per rank);"
+                     " overlap = 1 - exp / pure, within 0..100%%\n");
+    print_columns(out, overlap);
+}
+
+static const char *check_text(const struct result *r)
+{
+    return r->check > 0 ? "  CHECK FAILED" : r->check == 0 ? "  ok" : "";
+}
+
+static void overlap_row(FILE *out, const struct result *r, const char *sz)
+{
+    fprintf(out, "  %-20s %-6s %-6s %6s %6d %4d |", r->pt.coll->name, r->pt.dt->name,
+            root_pattern_name(r->pt.root_pattern), sz, r->k, r->rounds);
+    for (int v = 0; v < VAR_COUNT; v++)
+        fprintf(out, " %8.2f %8.2f %8.2f %7.1f%% |", r->t[v].max, r->total[v].max,
+                r->exposed[v].max, result_overlap(r, (enum variant)v));
+    fprintf(out, " %6.2fx  %s%s%s\n", result_speedup(r), r->algs, check_text(r),
+            result_noisy(r) ? "  noisy" : "");
 }
 
 void report_row(FILE *out, const struct result *r, int nranks)
@@ -148,14 +210,15 @@ void report_row(FILE *out, const struct result *r, int nranks)
     char sz[32];
     const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
     format_bytes(sz, sizeof sz, r->pt.bytes);
-    fprintf(out,
-            "  %-20s %-6s %-6s %6s %6d %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
-            "%9.3f %5.1f%% %8.3f  %s%s%s\n",
-            r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz, r->k,
-            r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
-            r->bound_us, result_pct_bound(r), result_gbs(r, nranks), r->algs,
-            r->check > 0 ? "  CHECK FAILED" : r->check == 0 ? "  ok" : "",
-            result_noisy(r) ? "  noisy" : "");
+    if (r->overlap) overlap_row(out, r, sz);
+    else
+        fprintf(out,
+                "  %-20s %-6s %-6s %6s %6d %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
+                "%9.3f %5.1f%% %8.3f  %s%s%s\n",
+                r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz, r->k,
+                r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
+                r->bound_us, result_pct_bound(r), result_gbs(r, nranks), r->algs, check_text(r),
+                result_noisy(r) ? "  noisy" : "");
     fflush(out);
 }
 
@@ -224,6 +287,10 @@ static void json_run(FILE *f, const struct run_info *ri, const struct limits *l,
     jkey(f, "oversubscribed", 0), fputs(ri->oversubscribed ? "true" : "false", f);
     jkey(f, "op", 0), jstr(f, o->op->name);
     jkey(f, "off_cache", 0), fputs(o->off_cache ? "true" : "false", f);
+    jkey(f, "modes", 0), fputs("[", f);
+    for (int m = 0; m < o->nmodes; m++) fputs(m ? ", " : "", f), jstr(f, mode_name(o->modes[m]));
+    fputs("]", f);
+    jkey(f, "overlap", 0), fputs(o->overlap ? "true" : "false", f);
     jkey(f, "seconds", 0), jnum(f, ri->seconds);
     jkey(f, "limits", 0), json_limits(f, l);
 }
@@ -239,10 +306,22 @@ static void json_sample(FILE *f, const char *key, const struct sample *s)
     fputs("}", f);
 }
 
+/* One variant's --overlap figures: {compute_us, total_us: {...}, exposed_us: {...}, pct}. */
+static void json_overlap(FILE *f, const char *key, const struct result *r, enum variant v)
+{
+    jkey(f, key, 0), fputs("{", f);
+    jkey(f, "compute_us", 1), jnum(f, r->compute_us[v]);
+    json_sample(f, "total_us", &r->total[v]);
+    json_sample(f, "exposed_us", &r->exposed[v]);
+    jkey(f, "pct", 0), jnum(f, result_overlap(r, v));
+    fputs("}", f);
+}
+
 static void json_result(FILE *f, const struct result *r, int nranks)
 {
     fputs("{", f);
     jkey(f, "coll", 1), jstr(f, r->pt.coll->name);
+    jkey(f, "mode", 0), jstr(f, mode_name(r->pt.mode));
     jkey(f, "dtype", 0), jstr(f, r->pt.dt->name);
     jkey(f, "root", 0), jstr(f, root_pattern_name(r->pt.root_pattern));
     jkey(f, "bytes", 0), fprintf(f, "%zu", r->pt.bytes);
@@ -260,6 +339,10 @@ static void json_result(FILE *f, const struct result *r, int nranks)
     jkey(f, "algorithms", 0), jstr(f, r->algs);
     jkey(f, "noisy", 0), fputs(result_noisy(r) ? "true" : "false", f);
     jkey(f, "check", 0), fputs(r->check < 0 ? "null" : r->check ? "\"failed\"" : "\"ok\"", f);
+    if (r->overlap) {
+        json_overlap(f, "nodecoll_overlap", r, VAR_NODECOLL);
+        json_overlap(f, "host_overlap", r, VAR_HOST);
+    }
     fputs("}", f);
 }
 
@@ -281,22 +364,37 @@ int report_json(const char *path, const struct run_info *ri, const struct limits
 
 /* ---- CSV ------------------------------------------------------------------------------------ */
 
+/* The columns added after `noisy`: the mode, then --overlap's figures (empty without). */
+static void csv_mode_columns(FILE *f, const struct result *r)
+{
+    fprintf(f, ",%s", mode_name(r->pt.mode));
+    for (int v = 0; v < VAR_COUNT; v++)
+        if (r->overlap)
+            fprintf(f, ",%.4f,%.4f,%.4f,%.2f", r->compute_us[v], r->total[v].max, r->exposed[v].max,
+                    result_overlap(r, (enum variant)v));
+        else fputs(",,,,", f);
+    fputc('\n', f);
+}
+
 int report_csv(const char *path, const struct run_info *ri, const struct result *rs, int n)
 {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,rounds,"
           "nodecoll_min_us,nodecoll_med_us,nodecoll_max_us,host_min_us,host_med_us,host_max_us,"
-          "speedup,bound_us,pct_bound,gbs,algorithms,check,noisy\n", f);
+          "speedup,bound_us,pct_bound,gbs,algorithms,check,noisy,mode,"
+          "nodecoll_compute_us,nodecoll_total_us,nodecoll_exposed_us,nodecoll_overlap_pct,"
+          "host_compute_us,host_total_us,host_exposed_us,host_overlap_pct\n", f);
     for (int i = 0; i < n; i++) {
         const struct result *r = &rs[i];
         const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
-        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d\n",
+        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d",
                 ri->date, ri->mpi, ri->nranks, ri->oversubscribed, r->pt.coll->name,
                 r->pt.dt->name, root_pattern_name(r->pt.root_pattern), r->pt.bytes, r->k,
                 r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
                 r->bound_us, result_pct_bound(r), result_gbs(r, ri->nranks), r->algs,
                 r->check < 0 ? "" : r->check ? "failed" : "ok", result_noisy(r));
+        csv_mode_columns(f, r);
     }
     return fclose(f);
 }
