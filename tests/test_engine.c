@@ -184,7 +184,7 @@ static void check_registry(void)
     make_comm(&c, &w, 0);
     nc_args barrier = {.coll = NC_COLL_BARRIER, .root = -1}, bcast = {.coll = NC_COLL_BCAST, .root = 0};
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_dissemination, "one node: Barrier by dissemination");
-    CHECK(nc_registry_select(&c, &bcast, 8) == &nc_bcast_hierarchy, "a Bcast call runs the hierarchy");
+    CHECK(nc_registry_select(&c, &bcast, 8) == &nc_bcast_node, "a Bcast call on one node runs the node step");
     CHECK(nc_registry_select_step(&c, &bcast, 1 << 20) == &nc_bcast_shm, "no single copy: the rings");
     c.node.cma = 1;
     c.cfg.bcast_cma_min = 16384;
@@ -196,8 +196,11 @@ static void check_registry(void)
     c.node.cma = 0;
     CHECK(nc_registry_select_step(&c, &bcast, 8) == &nc_bcast_shm, "forced cma without single copy: the rings");
     c.bridge.size = 2;
+    c.chosen[0].alg = c.chosen[1].alg = NULL; /* (another node layout: forget the kept choices) */
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_tree, "several nodes: the tree Barrier");
+    CHECK(nc_registry_select(&c, &bcast, 8) == &nc_bcast_hierarchy, "several nodes: the Bcast hierarchy");
     c.cfg.barrier_alg = NC_BARRIER_FLAT;
+    c.chosen[0].alg = NULL;
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_flat, "forced flat");
     free(c.node.slot_use);
     free(c.node.cons_seen);

@@ -298,11 +298,66 @@ static void progress_without_mpi_calls(MPI_Comm comm)
     MPI_Comm_free(&node);
 }
 
+/* Review regressions: each of these hung or gave wrong data once.
+ * - a blocking collective of another family (Allreduce) issued while an Ibcast on the same
+ *   communicator is pending runs after it (the root is late, so the others' is pending);
+ * - issuing nonblocking calls never waits for a peer: rank 0 issues more Ibarriers than
+ *   NODECOLL_PENDING_MAX allows while the last rank waits in MPI_Recv for rank 0's message,
+ *   and the first nonblocking call on a communicator not set up yet is local too. */
+static void review_regressions(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (int iter = 0; iter < 5; iter++) {
+        int data[4], in = rank + 1, sum = -1;
+        for (int i = 0; i < 4; i++) data[i] = rank == 0 ? 100 * iter + i : -1;
+        if (rank == 0) usleep(5000);
+        MPI_Request req;
+        MPI_Ibcast(data, 4, MPI_INT, 0, comm, &req);
+        MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, comm);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        T_CHECK(sum == size * (size + 1) / 2, "Allreduce behind a pending Ibcast: %d", sum);
+        T_CHECK(data[0] == 100 * iter && data[3] == 100 * iter + 3, "Ibcast before an Allreduce: %d", data[0]);
+    }
+    if (size < 2) return;
+    const char *max = getenv("NODECOLL_PENDING_MAX");
+    int many = (max ? atoi(max) : 1024) + 2, last = size - 1, token = 7;
+    MPI_Comm fresh;
+    MPI_Comm_dup(comm, &fresh); /* (not set up: its first Ibarrier must be local as well) */
+    for (int round = 0; round < 2; round++) {
+        MPI_Comm on = round ? comm : fresh;
+        int count = round ? many : 1;
+        MPI_Request *reqs = malloc((size_t)count * sizeof *reqs);
+        if (rank == last) MPI_Recv(&token, 1, MPI_INT, 0, 95, comm, MPI_STATUS_IGNORE);
+        for (int i = 0; i < count; i++) MPI_Ibarrier(on, &reqs[i]);
+        if (rank == 0) MPI_Send(&token, 1, MPI_INT, last, 95, comm);
+        MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE);
+        free(reqs);
+    }
+    MPI_Comm_free(&fresh);
+    /* The user frees the derived datatype while the Ibcast using it is pending. */
+    enum { N = 5000 };
+    int *gapped = malloc(2 * N * sizeof(int)), wrong = 0;
+    for (int i = 0; i < 2 * N; i++) gapped[i] = rank == 0 ? i : -1;
+    MPI_Datatype every_other;
+    MPI_Type_vector(N, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Request req;
+    MPI_Ibcast(gapped, 1, every_other, 0, comm, &req);
+    MPI_Type_free(&every_other);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 2 * N; i++) wrong += gapped[i] != (i % 2 == 0 || rank == 0 ? i : -1); /* (gaps untouched) */
+    T_CHECK(!wrong, "Ibcast whose datatype was freed while pending: %d wrong elements", wrong);
+    free(gapped);
+}
+
 /* A communicator freed while an Ibcast on it is pending: the operation still completes. */
 static void comm_freed_while_pending(uint64_t *seed)
 {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Barrier(comm);
     bcast_case c = draw_case(seed);
     char *buf = malloc(c.extent + 1), *expect = malloc(c.extent + 1);
     reference(&c, expect, 9, comm);
@@ -386,6 +441,10 @@ int main(int argc, char **argv)
     MPI_Type_commit(&vector_type);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    /* A communicator is set up by its first blocking collective (setting up is collective,
+     * which a nonblocking call must not be); before that the host serves nonblocking calls. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(dup);
     uint64_t seed = 20261124;
     uint64_t before = nodecoll_stat_calls("bcast", "pmpi:*");
     for (int round = 0; round < t_scale(12); round++) {
@@ -409,6 +468,7 @@ int main(int argc, char **argv)
     comm_freed_while_pending(&seed);
     progress_in_host_calls(&seed, MPI_COMM_WORLD);
     progress_without_mpi_calls(MPI_COMM_WORLD);
+    review_regressions(MPI_COMM_WORLD);
 #ifdef T_PERSISTENT
     /* (On one rank the host serves them, and MPICH 4.0.2's own persistent collectives fail
      * parts of this test: not nodecoll's to check.) */

@@ -85,6 +85,7 @@ static void *run_worker(void *arg)
             MPI_Comm_dup(w->comm, &fresh);
             MPI_Comm_free(&w->comm);
             w->comm = fresh;
+            MPI_Barrier(w->comm); /* (sets it up: nonblocking calls do not) */
         }
     }
     free(a);
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < THREADS; i++) {
         workers[i].id = i;
         MPI_Comm_dup(MPI_COMM_WORLD, &workers[i].comm);
+        MPI_Barrier(workers[i].comm);
     }
     for (int i = 0; i < THREADS; i++) pthread_create(&threads[i], NULL, run_worker, &workers[i]);
     for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);

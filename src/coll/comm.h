@@ -76,6 +76,14 @@ typedef struct nc_watch {
     void (*abort_job)(void);  /* the adapter's: stops every rank of the job */
 } nc_watch;
 
+struct nc_algorithm;
+/* The registry's last choice at one level, and the call it was made for. */
+typedef struct nc_choice {
+    const struct nc_algorithm *alg;
+    size_t bytes;
+    int coll, key; /* key: what else of the call the choice depends on (registry.c) */
+} nc_choice;
+
 typedef struct nc_comm {
     int size, rank;
     nc_node node;
@@ -92,16 +100,9 @@ typedef struct nc_comm {
     /* The engine's (engine.c): operations started here and not completed, in call order. */
     struct nc_op *queue_head, *queue_tail;
     _Atomic int queue_lock, queued;
-    int listed;                  /* on the engine's list of communicators with operations */
+    _Atomic int listed;          /* on the engine's list of communicators with operations */
+    nc_choice chosen[2];         /* the registry's last choice per level (registry.c) */
     struct nc_comm *next_pending;
-    /* The registry's last choice at each level (registry.c): a call like the previous one
-     * skips the table.  Each level is used by one thread at a time (a call's choice by the
-     * caller, a step's by whoever progresses the communicator's head operation). */
-    struct nc_choice {
-        const struct nc_algorithm *alg; /* NULL: none yet */
-        size_t bytes;
-        int coll, key;
-    } chosen[2];
 } nc_comm;
 
 /* A collective's result when this rank was sent more than its arguments let it receive (the

@@ -185,10 +185,16 @@ static void wait_for(nc_op *op)
     nc_wait_ge(w->flag, w->value, &policy);
 }
 
+/* (Another thread may start operations while this one waits: its waits progress them.) */
 void nc_op_wait_here(nc_op *op)
 {
-    if (op->wait.host) sched_yield(); /* (the host step is tested again where it is awaited) */
-    else nc_wait_ge(op->wait.flag, op->wait.value, &op->c->node.wait);
+    if (op->wait.host) {
+        sched_yield(); /* (the host step is tested again where it is awaited) */
+        return;
+    }
+    nc_wait_policy policy = op->c->node.wait;
+    policy.idle = progress_others;
+    nc_wait_ge(op->wait.flag, op->wait.value, &policy);
 }
 
 /* A blocking call never enters a queue: it lets its communicator's earlier operations
@@ -206,11 +212,15 @@ int nc_op_run(nc_op *op)
     return op->err;
 }
 
+/* Over the bound a start first progresses to bring the count down, but gives up when the
+ * oldest operation stops moving: it may be waiting for peers that have not started it yet
+ * and will not before this rank goes on (a valid program), so waiting for it could hang. */
 void nc_op_start(nc_op *op)
 {
     nc_comm *c = op->c;
-    while (atomic_load_explicit(&c->queued, memory_order_acquire) >= (int)c->cfg.pending_max)
-        if (!nc_engine_progress()) sched_yield();
+    for (int stalled = 0; stalled < 1000 && atomic_load_explicit(&c->queued, memory_order_acquire) >= (int)c->cfg.pending_max;)
+        if (nc_engine_progress()) stalled = 0;
+        else stalled++, sched_yield();
     enqueue(op);
 }
 
@@ -255,6 +265,8 @@ static void unlist(nc_comm *c)
 
 void nc_comm_drain(nc_comm *c)
 {
+    if (!atomic_load_explicit(&c->queued, memory_order_acquire) && !atomic_load_explicit(&c->listed, memory_order_relaxed))
+        return; /* (every blocking call passes here) */
     while (atomic_load_explicit(&c->queued, memory_order_acquire)) {
         nc_engine_progress();
         sched_yield();

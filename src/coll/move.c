@@ -1,3 +1,4 @@
+/* The data-movement machinery (move.h). */
 #include "move.h"
 
 #include <stdlib.h>
@@ -5,6 +6,7 @@
 
 #include "../core/cma.h"
 #include "../core/fatal.h"
+#include "steps.h"
 #include "../core/team.h"
 
 const char nc_in_place_marker;
@@ -30,19 +32,19 @@ int nc_move_use_slot(const nc_comm *c, size_t bytes)
     return bytes <= (size_t)c->cfg.move_slot && bytes <= nc_move_slot_bytes(c);
 }
 
-static void wait_done(nc_node *n, const int *ranks, int count, uint64_t seq)
+int nc_move_readers_checked(nc_op *op, nc_node *n)
 {
-    for (int i = 0; i < count; i++) nc_wait_ge(&nc_node_ctl(n, ranks[i])->move_done, seq, &n->wait);
+    /* (readers known to be done are dropped, so each is checked until done, once) */
+    for (; n->move_nreaders > 0; n->move_nreaders--) {
+        const nc_flag *done = &nc_node_ctl(n, n->move_readers[n->move_nreaders - 1])->move_done;
+        if (!nc_flag_reached(op, done, n->move_readers_seq)) return 0;
+    }
+    return 1;
 }
 
-nc_span *nc_move_claim(nc_comm *c, char **slot)
+nc_span *nc_move_area(nc_comm *c, char **slot)
 {
-    nc_node *n = &c->node;
-    if (n->move_readers_seq) {
-        wait_done(n, n->move_readers, n->move_nreaders, n->move_readers_seq);
-        n->move_readers_seq = 0;
-    }
-    char *area = nc_node_move_area(n, n->rank);
+    char *area = nc_node_move_area(&c->node, c->node.rank);
     if (slot) *slot = area + nc_move_table_bytes(c);
     return (nc_span *)area;
 }
@@ -56,27 +58,11 @@ void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, ui
     nc_flag_post(f, seq);
 }
 
-void nc_move_release(nc_node *n, uint64_t seq, int in_slot, const int *readers, int nreaders)
+void nc_move_release(nc_node *n, uint64_t seq, const int *readers, int nreaders)
 {
-    if (!in_slot) {
-        wait_done(n, readers, nreaders, seq);
-        return;
-    }
     if (readers != n->move_readers) memcpy(n->move_readers, readers, (size_t)nreaders * sizeof *readers);
     n->move_nreaders = nreaders;
-    n->move_readers_seq = nreaders ? seq : 0;
-}
-
-nc_pub nc_move_await(nc_comm *c, int peer, uint64_t seq)
-{
-    nc_node *n = &c->node;
-    const nc_flag *f = &nc_node_ctl(n, peer)->move_pub;
-    nc_wait_ge(f, seq, &n->wait);
-    nc_pub p = {peer, (int)atomic_load_explicit(&f->aux[1], memory_order_relaxed),
-                (const char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed),
-                atomic_load_explicit(&f->aux[2], memory_order_relaxed),
-                (const nc_span *)nc_node_move_area(n, peer)};
-    return p;
+    n->move_readers_seq = seq;
 }
 
 /* Where a local read of a publication's bytes at off starts; NULL when they live in another
@@ -173,47 +159,123 @@ int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t b
     return in_slot;
 }
 
-void nc_move_offer(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes, const int *readers, int nreaders)
-{
-    int in_slot = nc_move_put(c, seq, slot, data, bytes);
-    nc_move_release(&c->node, seq, in_slot, readers, nreaders);
-}
-
-void nc_move_publish_block(nc_comm *c, uint64_t seq, const void *data, size_t bytes, const int *readers, int nreaders)
-{
-    char *slot;
-    nc_move_claim(c, &slot);
-    nc_move_offer(c, seq, slot, data, bytes, readers, nreaders);
-}
-
-size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst, size_t room)
+int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int root, int every_span)
 {
     nc_node *n = &c->node;
-    static const int leader = 0;
-    if (!nc_comm_is_leader(c)) {
-        nc_move_publish_block(c, seq, data, bytes, &leader, 1);
-        return 0;
-    }
-    size_t total = bytes;
-    for (int r = 1; r < n->size; r++) total += nc_move_await(c, r, seq).bytes;
-    if (!*dst) *dst = nc_alloc_or_die(room = total);
-    /* Members that send more than the receivers expect (an erroneous program) must not write
-     * past the region: what does not fit is dropped. */
-    size_t at = bytes < room ? bytes : room;
-    if (at) memcpy(*dst, data, at);
-    for (int r = 1; r < n->size; r++) {
-        nc_pub p = nc_move_await(c, r, seq);
-        size_t len = p.bytes < room - at ? p.bytes : room - at;
-        nc_move_read(c, &p, 0, *dst + at, len);
+    char *slot;
+    nc_span *table = nc_move_area(c, &slot);
+    size_t total = 0, at = 0;
+    for (int i = 0; i < c->size; i++) total += i == root ? 0 : nc_vec_len(send, i);
+    int in_slot = nc_move_use_slot(c, total), nreaders = 0;
+    for (int i = 0; i < c->size; i++) {
+        size_t len = i == root ? 0 : nc_vec_len(send, i);
+        if (!len && !every_span) continue;
+        table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
+        if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
         at += len;
+        int local = c->node_of[i] == c->node_of[root], serves = every_span && c->node_rank_of[i] == 0;
+        if (i != root && local && (len || serves)) n->move_readers[nreaders++] = c->node_rank_of[i];
     }
-    nc_move_done(n, seq);
-    return at;
+    nc_move_publish(n, seq, send->base, in_slot, total);
+    nc_move_release(n, seq, n->move_readers, nreaders);
+    return in_slot;
 }
 
-size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v)
+void nc_move_keep_own_block(nc_comm *c, const nc_args *a)
 {
-    size_t *off = nc_alloc_or_die(sizeof(size_t) * ((size_t)c->size + 1));
+    const nc_vec *send = a->move.send_vec;
+    if (a->move.recv)
+        nc_data_unpack(a->move.recv, 0, nc_vec_at(send, a->root), nc_fit(c, nc_vec_len(send, a->root), a->move.recv_bytes));
+}
+
+void nc_move_offer_setup(nc_move_offer_step *st, uint64_t seq, const void *data, size_t bytes, const int *readers,
+                         int nreaders)
+{
+    *st = (nc_move_offer_step){.seq = seq, .data = data, .bytes = bytes, .readers = readers, .nreaders = nreaders};
+}
+
+static int offer(nc_comm *c, const nc_move_offer_step *st)
+{
+    char *slot;
+    nc_move_area(c, &slot);
+    int in_slot = nc_move_put(c, st->seq, slot, st->data, st->bytes);
+    nc_move_release(&c->node, st->seq, st->readers, st->nreaders);
+    return in_slot;
+}
+
+nc_step nc_move_offer_progress(nc_op *op, nc_move_offer_step *st)
+{
+    nc_node *n = &op->c->node;
+    NC_BEGIN(st);
+    NC_AWAIT(st, nc_move_readers_done(op, n));
+    st->in_slot = offer(op->c, st);
+    if (!st->in_slot) NC_AWAIT(st, nc_move_readers_done(op, n));
+    NC_END(st);
+}
+
+void nc_move_collect_setup(nc_move_collect_step *st, uint64_t seq, const void *data, size_t bytes, char *dst,
+                           size_t room)
+{
+    st->pc = 0;
+    st->seq = seq;
+    st->data = data;
+    st->bytes = bytes;
+    st->dst = dst;
+    st->room = room;
+    st->at = 0;
+}
+
+/* The leader, once every member has published: its own block, then the members' in node
+ * rank order.  Members that send more than the receivers expect (an erroneous program)
+ * must not write past the region: what does not fit is dropped. */
+static void collect_blocks(nc_comm *c, nc_move_collect_step *st)
+{
+    nc_node *n = &c->node;
+    if (!st->dst) {
+        size_t total = st->bytes;
+        for (int r = 1; r < n->size; r++) total += nc_move_pub(c, r).bytes;
+        st->dst = nc_move_scratch(c, NC_MOVE_DATA, total);
+        st->room = total;
+    }
+    st->at = st->bytes < st->room ? st->bytes : st->room;
+    if (st->at) memcpy(st->dst, st->data, st->at);
+    for (int r = 1; r < n->size; r++) {
+        nc_pub p = nc_move_pub(c, r);
+        size_t len = p.bytes < st->room - st->at ? p.bytes : st->room - st->at;
+        nc_move_read(c, &p, 0, st->dst + st->at, len);
+        st->at += len;
+    }
+    nc_move_done(n, st->seq);
+}
+
+nc_step nc_move_collect_progress(nc_op *op, nc_move_collect_step *st)
+{
+    static const int leader = 0;
+    nc_comm *c = op->c;
+    NC_BEGIN(st);
+    if (!nc_comm_is_leader(c)) {
+        nc_move_offer_setup(&st->offer, st->seq, st->data, st->bytes, &leader, 1);
+        NC_AWAIT_STEP(st, nc_move_offer_progress(op, &st->offer));
+    } else {
+        for (st->r = 1; st->r < c->node.size; st->r++) NC_AWAIT(st, nc_move_published(op, c, st->r, st->seq, NULL));
+        collect_blocks(c, st);
+    }
+    NC_END(st);
+}
+
+char *nc_move_scratch(nc_comm *c, nc_move_scratch_kind kind, size_t bytes)
+{
+    nc_node *n = &c->node;
+    if (n->move_scratch_bytes[kind] < bytes || !n->move_scratch[kind]) {
+        free(n->move_scratch[kind]);
+        n->move_scratch[kind] = nc_alloc_or_die(bytes ? bytes : 1);
+        n->move_scratch_bytes[kind] = bytes;
+    }
+    return n->move_scratch[kind];
+}
+
+void nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v, size_t *off)
+{
     size_t at = 0;
     for (int k = 0; k < c->size; k++) {
         int r = c->node_members[k];
@@ -221,7 +283,6 @@ size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v)
         at += nc_vec_len(v, r);
     }
     off[c->size] = at;
-    return off;
 }
 
 size_t nc_move_node_off(const nc_comm *c, const size_t *sorted, int node)

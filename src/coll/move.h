@@ -1,24 +1,30 @@
-/* Node-level data movement shared by the Gather, Scatter, Allgather and Alltoall families.
+/* Node-level data movement shared by the Gather, Scatter, Allgather and Alltoall families
+ * (their algorithms: src/coll/gather/, scatter/, allgather/, alltoall/).
  *
  * A collective runs as one or more rounds; every rank of a node counts rounds alike
- * (n->move_seq).  In a round a rank that has data for others *publishes* it: its buffer
- * address and, for data that differs per reader, a table of spans (offset, length) indexed
- * by comm rank in its move area.  Small data is copied into the move area itself (the slot):
- * readers copy it from there and the publisher may return at once; its next publication
- * first waits for exactly those readers.  Large data stays in the publisher's buffer and the
- * readers read it with one single-copy (CMA) call each; the publisher then returns only when
- * every reader of it has posted `move_done`, because its buffer may be reused afterwards.
+ * (nc_take_round, ledger.h).  In a round a rank that has data for others *publishes* it: its
+ * buffer address and, for data that differs per reader, a table of spans (offset, length)
+ * indexed by comm rank in its move area.  Small data is copied into the move area itself
+ * (the slot): readers copy it from there and the publisher may finish at once; its next
+ * publication first waits for exactly those readers.  Large data stays in the publisher's
+ * buffer and the readers read it with one single-copy (CMA) call each; the publisher then
+ * finishes only when every reader of it has posted `move_done`, because its buffer may be
+ * reused afterwards.
  *
  * Readers contact only the ranks they need data from, and publishers wait only for the
  * ranks that read from them: a rank with nothing to exchange with a peer never touches
- * the peer's flags. */
+ * the peer's flags.
+ *
+ * Nothing here waits: what an algorithm waits for is a `ready` expression for NC_AWAIT
+ * (engine.h), and the composite pieces are resumable steps (steps.h). */
 #ifndef NC_MOVE_H
 #define NC_MOVE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include "engine.h"
+#include "ledger.h"
 
 typedef struct nc_span {
     uint64_t off, len; /* bytes: from the published base (or the slot start) */
@@ -37,9 +43,6 @@ typedef struct nc_pub {
     const nc_span *table; /* the publisher's span table (shared memory), NULL if none */
 } nc_pub;
 
-/* Starts a round on this node; every rank of the node must call it for every round. */
-static inline uint64_t nc_move_round(nc_node *n) { return ++n->move_seq; }
-
 /* Bytes of each rank's move area: the span table plus NODECOLL_MOVE_SLOT. */
 size_t nc_move_area_bytes(const nc_comm *c);
 /* Bytes of the move area reserved for the span table (one span per comm rank). */
@@ -49,17 +52,51 @@ size_t nc_move_slot_bytes(const nc_comm *c);
 /* Whether `bytes` of data should travel through the slot instead of a direct read. */
 int nc_move_use_slot(const nc_comm *c, size_t bytes);
 
-/* Publisher: my move area may be written only after the readers of my last slot
- * publication are done; returns my span table and (via slot) my slot payload area. */
-nc_span *nc_move_claim(nc_comm *c, char **slot);
+/* ---- publishing ---------------------------------------------------------------------- */
+
+/* For `ready` expressions: whether the readers of my last release are done with it.  My
+ * move area may be rewritten (a claim), and data published from my buffer reused, only
+ * then; else op->wait names a reader not done yet.  (Inline: most claims find none left.) */
+int nc_move_readers_checked(nc_op *op, nc_node *n);
+static inline int nc_move_readers_done(nc_op *op, nc_node *n)
+{
+    return n->move_nreaders == 0 || nc_move_readers_checked(op, n);
+}
+/* My span table and (via slot) my slot payload area, once nc_move_readers_done. */
+nc_span *nc_move_area(nc_comm *c, char **slot);
 /* Announces round `seq`: `base` is the buffer the spans refer to (ignored when in_slot). */
 void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes);
-/* After a publication: direct data must outlive its readers (wait for them now); slot data
- * only until the next claim (remember them).  `readers` are node ranks. */
-void nc_move_release(nc_node *n, uint64_t seq, int in_slot, const int *readers, int nreaders);
+/* Records who reads my publication of round `seq` (node ranks): slot data must outlive
+ * them until my next claim; direct data until I finish, so the publisher then awaits
+ * nc_move_readers_done before it ends. */
+void nc_move_release(nc_node *n, uint64_t seq, const int *readers, int nreaders);
 
-/* Reader: waits for node rank `peer`'s publication of round `seq`. */
-nc_pub nc_move_await(nc_comm *c, int peer, uint64_t seq);
+/* ---- reading ------------------------------------------------------------------------- */
+
+/* Whether node rank `peer` has published round `seq` (no wait recorded). */
+static inline int nc_move_has_published(const nc_comm *c, int peer, uint64_t seq)
+{
+    return nc_flag_read(&nc_node_ctl(&c->node, peer)->move_pub) >= seq;
+}
+/* A publication already awaited in this round. */
+static inline nc_pub nc_move_pub(const nc_comm *c, int peer)
+{
+    const nc_node *n = &c->node;
+    const nc_flag *f = &nc_node_ctl(n, peer)->move_pub;
+    nc_pub p = {peer, (int)atomic_load_explicit(&f->aux[1], memory_order_relaxed),
+                (const char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed),
+                atomic_load_explicit(&f->aux[2], memory_order_relaxed),
+                (const nc_span *)nc_node_move_area(n, peer)};
+    return p;
+}
+/* For `ready` expressions: whether `peer` has published round `seq`; then *pub (if not
+ * NULL) describes the publication, else op->wait names it. */
+static inline int nc_move_published(nc_op *op, nc_comm *c, int peer, uint64_t seq, nc_pub *pub)
+{
+    if (!nc_flag_reached(op, &nc_node_ctl(&c->node, peer)->move_pub, seq)) return 0;
+    if (pub) *pub = nc_move_pub(c, peer);
+    return 1;
+}
 /* Copies `len` bytes at offset `off` of a publication into `dst`. */
 void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t len);
 /* Writes `len` bytes into a publication's buffer at offset `off` (its publisher asked for
@@ -84,23 +121,70 @@ void nc_move_done(nc_node *n, uint64_t seq);
 
 /* ---- building blocks of the algorithms ------------------------------------------------ */
 
-/* After nc_move_claim: publishes one block (slot or direct by size; data NULL announces
- * only a length); returns whether it went into the slot.  Release it with nc_move_release. */
+/* Once my move area is claimed: publishes one block (slot or direct by size; data NULL
+ * announces only a length); returns whether it went into the slot. */
 int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes);
-/* nc_move_put, then release for `readers` at once. */
-void nc_move_offer(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes, const int *readers, int nreaders);
-/* Claim + offer. */
-void nc_move_publish_block(nc_comm *c, uint64_t seq, const void *data, size_t bytes, const int *readers, int nreaders);
 
-/* Several nodes: every member publishes its block (possibly empty) to its leader, which
- * copies the blocks into `dst` in node-rank order: at most `room` bytes, or all of them into
- * a buffer allocated when *dst is NULL.  Returns the bytes collected at the leader, 0
- * elsewhere. */
-size_t nc_move_collect(nc_comm *c, uint64_t seq, const void *data, size_t bytes, char **dst, size_t room);
+/* Once my move area is claimed, as `root` of a Scatter(v): publishes block i of `send` for
+ * every rank i but me (slot copies compacted) and releases it for the ranks of my node that
+ * read it; with every_span, empty spans too and my node's leader reads (across nodes it
+ * learns every length and serves the other nodes).  Returns whether it went into the slot. */
+int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int root, int every_span);
+
+/* Scatter(v)'s root: its own block into its receive buffer (none when in place). */
+void nc_move_keep_own_block(nc_comm *c, const nc_args *a);
+
+/* A step: claim my move area, publish one block for `readers` (node ranks) and release it;
+ * direct data is kept until they are done. */
+typedef struct nc_move_offer_step {
+    int pc;
+    int in_slot, nreaders;
+    uint64_t seq;
+    const void *data;
+    size_t bytes;
+    const int *readers;
+} nc_move_offer_step;
+void nc_move_offer_setup(nc_move_offer_step *st, uint64_t seq, const void *data, size_t bytes, const int *readers,
+                         int nreaders);
+nc_step nc_move_offer_progress(nc_op *op, nc_move_offer_step *st);
+
+/* A step, several nodes: every member publishes its block (possibly empty) to its leader,
+ * which copies the blocks into `dst` in node-rank order: at most `room` bytes, or all of
+ * them into the data scratch (below) when dst is NULL.  Afterwards `at` holds the bytes
+ * collected at the leader (0 elsewhere) and `dst` where they are. */
+typedef struct nc_move_collect_step {
+    int pc;
+    int r;
+    uint64_t seq;
+    const void *data;
+    size_t bytes;
+    char *dst;
+    size_t room, at;
+    nc_move_offer_step offer;
+} nc_move_collect_step;
+void nc_move_collect_setup(nc_move_collect_step *st, uint64_t seq, const void *data, size_t bytes, char *dst,
+                           size_t room);
+nc_step nc_move_collect_progress(nc_op *op, nc_move_collect_step *st);
+
+/* Working memory of the running operation, kept with the communicator between calls (a
+ * freshly touched page costs more than the copy into it): the operations of a communicator
+ * run one at a time (engine.h), so the one running owns it.  An operation takes each kind
+ * at most once, in its progress (a plan may run while an earlier operation still uses it),
+ * and carves what it needs out of it with nc_carve. */
+typedef enum { NC_MOVE_TABLES, NC_MOVE_DATA } nc_move_scratch_kind;
+char *nc_move_scratch(nc_comm *c, nc_move_scratch_kind kind, size_t bytes);
+/* Rounds a carved piece up so the next one stays aligned for any table entry. */
+static inline size_t nc_carved(size_t bytes) { return (bytes + 15) & ~(size_t)15; }
+static inline void *nc_carve(char **at, size_t bytes)
+{
+    void *piece = *at;
+    *at += nc_carved(bytes);
+    return piece;
+}
 
 /* Offsets of every rank's block in the node-sorted layout (node 0's members, node 1's, ...)
- * for block lengths nc_vec_len(v, i); [size] is the total.  Free with free(). */
-size_t *nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v);
+ * for block lengths nc_vec_len(v, i), into off[0 .. size]; off[size] is the total. */
+void nc_move_sorted_offsets(const nc_comm *c, const nc_vec *v, size_t *off);
 /* Byte range of node k's region in that layout. */
 size_t nc_move_node_off(const nc_comm *c, const size_t *sorted, int node);
 size_t nc_move_node_bytes(const nc_comm *c, const size_t *sorted, int node);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "algorithms.h"
+#include "../core/kselect.h"
 
 #define NC_NO_SETTING ((size_t)-1)
 #define NC_SETTING(field) offsetof(nc_config, field)
@@ -19,73 +20,74 @@
 typedef enum { NC_CALL = 0, NC_NODE_STEP = 1 } nc_level;
 
 typedef struct nc_row {
+    nc_coll_id coll;
     const nc_algorithm *alg;
     size_t max_ranks_setting; /* at most this many ranks per node */
     size_t min_bytes_setting, max_bytes_setting;
     nc_level level;
 } nc_row;
 
-/* A reduction's call: in rank order through the host when the bridge's order is not rank
- * order and the op cares (or in reproducible mode), else the node step meeting the bridge. */
-#define NC_REDUCE_CALL_ROWS                                \
-    {&nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
-    {&nc_reduce_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
-/* The node step of an Allreduce or Reduce_scatter.  Slices from NODECOLL_REDUCE_CMA_MIN with
- * single copy, else through the rings from NODECOLL_REDUCE_SHM_MIN: when the rings are too
- * short for them, the tree (the flat fold's ranks would each read the whole vector).  Flat
- * for small vectors on small nodes.  Recursive doubling only when forced. */
-#define NC_ALLREDUCE_STEP_ROWS                                                                      \
-    {&nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                         \
-    {&nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                         \
-    {&nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                        \
-    {&nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
-    {&nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                            \
-    {&nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
-
-static const nc_row barrier_rows[] = {
-    {&nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {&nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {&nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
-};
-static const nc_row bcast_rows[] = {
-    {&nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
-    {&nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
-    {&nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
-};
-static const nc_row allreduce_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
-static const nc_row reduce_scatter_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
-static const nc_row reduce_scatter_block_rows[] = {NC_REDUCE_CALL_ROWS, NC_ALLREDUCE_STEP_ROWS};
-static const nc_row reduce_rows[] = {
-    NC_REDUCE_CALL_ROWS,
-    /* The node step: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2 ranks
-     * the fan-in tree was faster at every size); flat and shm when forced. */
-    {&nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
-    {&nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
-    {&nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
-    {&nc_reduce_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
-};
-#define NC_SCAN_ROWS                                       \
-    {&nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
-    {&nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
-    {&nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
-static const nc_row scan_rows[] = {NC_SCAN_ROWS};
-static const nc_row exscan_rows[] = {NC_SCAN_ROWS};
-
-/* Each collective's rows (the selection reads no other collective's). */
-typedef struct nc_table {
-    const nc_row *rows;
-    size_t count;
-} nc_table;
-#define NC_TABLE(r) {r, sizeof r / sizeof r[0]}
-static const nc_table tables[NC_COLL_COUNT] = {
-    [NC_COLL_BARRIER] = NC_TABLE(barrier_rows),
-    [NC_COLL_BCAST] = NC_TABLE(bcast_rows),
-    [NC_COLL_ALLREDUCE] = NC_TABLE(allreduce_rows),
-    [NC_COLL_REDUCE] = NC_TABLE(reduce_rows),
-    [NC_COLL_REDUCE_SCATTER] = NC_TABLE(reduce_scatter_rows),
-    [NC_COLL_REDUCE_SCATTER_BLOCK] = NC_TABLE(reduce_scatter_block_rows),
-    [NC_COLL_SCAN] = NC_TABLE(scan_rows),
-    [NC_COLL_EXSCAN] = NC_TABLE(exscan_rows),
+static const nc_row rows[] = {
+    {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
+    {NC_COLL_BCAST, &nc_bcast_node, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BCAST, &nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_BCAST, &nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
+    {NC_COLL_BCAST, &nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    /* A reduction's call: in rank order through the host when the bridge's order is not rank
+     * order and the op cares (or in reproducible mode), else the node step meeting the bridge
+     * (on one node, the node step alone). */
+#define NC_REDUCE_CALL_ROWS(coll)                                  \
+    {coll, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_reduce_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    /* The node step of an Allreduce or Reduce_scatter.  Slices from NODECOLL_REDUCE_CMA_MIN
+     * with single copy, else through the rings from NODECOLL_REDUCE_SHM_MIN: when the rings
+     * are too short for them, the tree (the flat fold's ranks would each read the whole
+     * vector).  Flat for small vectors on small nodes.  Recursive doubling only when forced. */
+#define NC_ALLREDUCE_STEP_ROWS(coll)                                                                          \
+    {coll, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                         \
+    {coll, &nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                         \
+    {coll, &nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                        \
+    {coll, &nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
+    {coll, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                            \
+    {coll, &nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
+    NC_REDUCE_CALL_ROWS(NC_COLL_ALLREDUCE), NC_ALLREDUCE_STEP_ROWS(NC_COLL_ALLREDUCE),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER), NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK), NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE),
+    /* Reduce's node step: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2
+     * ranks the fan-in tree was faster at every size); flat and shm when forced. */
+    {NC_COLL_REDUCE, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+#undef NC_REDUCE_CALL_ROWS
+#undef NC_ALLREDUCE_STEP_ROWS
+#define NC_SCAN_ROWS(coll)                                         \
+    {coll, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    NC_SCAN_ROWS(NC_COLL_SCAN), NC_SCAN_ROWS(NC_COLL_EXSCAN),
+#undef NC_SCAN_ROWS
+    /* Data movement: direct reads of large blocks need single copy on every node, else the
+     * host MPI runs the call (the adapter hands it over: nc_registry_host_reason). */
+#define NC_MOVE_ROWS(coll, on_node, across_nodes)                                                      \
+    {coll, &on_node, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, {coll, &across_nodes, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    NC_MOVE_ROWS(NC_COLL_GATHER, nc_gather_on_node, nc_gather_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_GATHERV, nc_gather_on_node, nc_gather_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_SCATTER, nc_scatter_on_node, nc_scatter_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_SCATTERV, nc_scatter_on_node, nc_scatter_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_ALLGATHER, nc_allgather_on_node, nc_allgather_across_nodes),
+    NC_MOVE_ROWS(NC_COLL_ALLGATHERV, nc_allgather_on_node, nc_allgather_across_nodes),
+#undef NC_MOVE_ROWS
+    {NC_COLL_ALLTOALL, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALL, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLV, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLV, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLW, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    {NC_COLL_ALLTOALLW, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
 };
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
@@ -110,12 +112,12 @@ static nc_forced forced(const nc_comm *c, nc_coll_id coll)
     static const nc_alg_id barrier_algs[] = {[NC_BARRIER_AUTO] = NC_ALG_COUNT, [NC_BARRIER_FLAT] = NC_ALG_FLAT,
                                              [NC_BARRIER_TREE] = NC_ALG_TREE,
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
+    static const nc_alg_id bcast_algs[] = {[NC_BCAST_AUTO] = NC_ALG_COUNT, [NC_BCAST_SHM] = NC_ALG_SHM,
+                                           [NC_BCAST_CMA] = NC_ALG_CMA};
     static const nc_alg_id reduce_algs[] = {[NC_REDUCE_AUTO] = NC_ALG_COUNT, [NC_REDUCE_FLAT] = NC_ALG_FLAT,
                                             [NC_REDUCE_TREE] = NC_ALG_TREE, [NC_REDUCE_CMA] = NC_ALG_CMA,
                                             [NC_REDUCE_SHM] = NC_ALG_SHM,
                                             [NC_REDUCE_RECURSIVE_DOUBLING] = NC_ALG_RECURSIVE_DOUBLING};
-    static const nc_alg_id bcast_algs[] = {[NC_BCAST_AUTO] = NC_ALG_COUNT, [NC_BCAST_SHM] = NC_ALG_SHM,
-                                           [NC_BCAST_CMA] = NC_ALG_CMA};
     switch (coll) {
     case NC_COLL_BARRIER: return (nc_forced){barrier_algs[c->cfg.barrier_alg], NC_ALG_COUNT};
     case NC_COLL_BCAST: return (nc_forced){bcast_algs[c->cfg.bcast_alg], NC_ALG_COUNT};
@@ -130,9 +132,9 @@ static nc_forced forced(const nc_comm *c, nc_coll_id coll)
 /* The first row of `level` for the call whose algorithm is `id` and applies (NULL: none). */
 static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *c, const nc_args *a)
 {
-    const nc_table *t = &tables[a->coll];
-    for (size_t i = 0; id != NC_ALG_COUNT && i < t->count; i++)
-        if (t->rows[i].level == level && t->rows[i].alg->id == id && t->rows[i].alg->applies(c, a)) return t->rows[i].alg;
+    for (size_t i = 0; id != NC_ALG_COUNT && i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == id && rows[i].alg->applies(c, a))
+            return rows[i].alg;
     return NULL;
 }
 
@@ -142,18 +144,22 @@ static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_arg
     const nc_algorithm *alg = NULL;
     if (want.alg != NC_ALG_COUNT && !(alg = row_for(want.alg, level, c, a))) alg = row_for(want.otherwise, level, c, a);
     if (alg) return alg;
-    const nc_table *t = &tables[a->coll];
-    for (size_t i = 0; i < t->count; i++)
-        if (t->rows[i].level == level && row_matches(&t->rows[i], c, bytes) && t->rows[i].alg->applies(c, a))
-            return t->rows[i].alg;
+    const size_t nrows = sizeof rows / sizeof rows[0];
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].coll == a->coll && rows[i].level == level && row_matches(&rows[i], c, bytes) &&
+            rows[i].alg->applies(c, a))
+            return rows[i].alg;
     return NULL; /* unreachable: every collective ends in a row that always applies */
 }
 
-/* What a reduction algorithm's `applies` reads of a call besides its collective: whether it
- * has a root, and whether its op commutes (-1: a collective whose choice is not kept). */
+/* What a call's algorithms' `applies` read of it besides its collective and size: nothing
+ * for Barrier and Bcast; for the reductions whether it has a root and whether its op
+ * commutes.  -1: a collective whose choice is not kept. */
 static int choice_key(const nc_args *a)
 {
     switch (a->coll) {
+    case NC_COLL_BARRIER:
+    case NC_COLL_BCAST: return 0;
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
     case NC_COLL_REDUCE_SCATTER:
@@ -164,17 +170,18 @@ static int choice_key(const nc_args *a)
     }
 }
 
-/* The table's choice, or the last one when the call is alike (the choice depends on nothing
- * else: the settings and the node layout are the communicator's for good).  Small calls
- * repeat, and going through the rows costs about as much as a small Allreduce's own work.
- * (The kept choice is a cache: the communicator is logically unchanged.) */
+/* The table's choice, or the last one when the call is alike (choice_key): the rows and
+ * `applies` read nothing else of a call, and the settings and the node are the
+ * communicator's for good.  Small calls repeat, and going through the rows cost about 0.02
+ * us of an 8-byte Bcast of 0.05 us.  (The kept choice is a cache: the communicator is
+ * logically unchanged.) */
 static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
-    struct nc_choice *last = &((nc_comm *)(uintptr_t)c)->chosen[level];
+    nc_choice *last = &((nc_comm *)(uintptr_t)c)->chosen[level];
     int key = choice_key(a);
     if (key >= 0 && last->alg && last->bytes == bytes && last->coll == (int)a->coll && last->key == key) return last->alg;
     const nc_algorithm *alg = choose(level, c, a, bytes);
-    if (key >= 0) *last = (struct nc_choice){alg, bytes, (int)a->coll, key};
+    if (key >= 0) *last = (nc_choice){alg, bytes, (int)a->coll, key};
     return alg;
 }
 
@@ -186,4 +193,42 @@ const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_
 const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes)
 {
     return select_at(NC_NODE_STEP, c, a, bytes);
+}
+
+nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
+{
+    nc_args a = {.coll = coll, .root = -1};
+    nc_alg_id alg = nc_registry_select(c, &a, 0)->id;
+    return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
+}
+
+/* ---- Allgather(v) across nodes: the leaders' spread -------------------------------------- */
+
+/* Seed 001, equation 1: max volume over the volume at the `fraction` quantile.  A few
+ * nodes far above the bulk make the set skewed. */
+static int volumes_skewed(const nc_comm *c, uint64_t *volumes, int nodes)
+{
+    size_t k = ((size_t)nodes * (size_t)c->cfg.allgatherv_outlier_fraction + 99) / 100;
+    k = k < 1 ? 1 : k > (size_t)nodes ? (size_t)nodes : k;
+    uint64_t bulk = nc_kselect(volumes, (size_t)nodes, k - 1);
+    uint64_t top = nc_kselect(volumes, (size_t)nodes, (size_t)nodes - 1);
+    return top > 0 && top / (uint64_t)c->cfg.allgatherv_outlier_ratio >= bulk;
+}
+
+nc_alg_id nc_registry_spread(const nc_comm *c, uint64_t *volumes, int nodes)
+{
+    int pow2 = (nodes & (nodes - 1)) == 0;
+    nc_alg_id binomial = pow2 ? NC_ALG_RECURSIVE_DOUBLING : NC_ALG_DISSEMINATION;
+    switch (c->cfg.allgatherv_alg) { /* NODECOLL_ALLGATHERV_ALG */
+    case NC_SPREAD_RING: return NC_ALG_RING;
+    case NC_SPREAD_DOUBLING: return binomial;
+    case NC_SPREAD_DISSEMINATION: return NC_ALG_DISSEMINATION;
+    default: break;
+    }
+    uint64_t total = 0;
+    for (int k = 0; k < nodes; k++) total += volumes[k];
+    /* Seed 001: the ring is right for large uniform volumes only; a skewed set (or a small
+     * total, where latency counts) spreads along binomial patterns. */
+    if ((int64_t)total >= c->cfg.allgatherv_ring_min && !volumes_skewed(c, volumes, nodes)) return NC_ALG_RING;
+    return binomial;
 }

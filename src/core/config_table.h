@@ -144,9 +144,10 @@
     "print one line naming it and the call, and abort the job with MPI_Abort on MPI_COMM_WORLD instead " \
     "of waiting forever.  Ranks whose /proc shows no such process at setup are never judged.") \
   X(pending_max,         INT,  1024,     1, 1048576,  NULL, \
-    "Nonblocking and persistent operations in flight per communicator; a start beyond it first waits, " \
-    "progressing, for the oldest to complete (its peers have all started it, so this cannot deadlock).  " \
-    "Each costs its request (about 1.3 KiB) and nothing else: the bound only keeps memory finite.") \
+    "Nonblocking and persistent operations in flight per communicator beyond which a start first " \
+    "progresses the pending ones to bring the count down; it goes on anyway once the oldest stops moving " \
+    "(1000 passes without a completion: its peers may not have started it yet, and waiting could hang a " \
+    "valid program), so the bound is soft.  Each operation costs its request (about 1.3 KiB).") \
   X(progress_thread,     BOOL, 0,        0, 1,        NULL, \
     "A thread per process that progresses nonblocking and persistent operations while the application " \
     "computes without calling MPI (it sleeps while none is outstanding).  Steps through the host MPI are " \

@@ -41,9 +41,13 @@ typedef struct nc_node {
     uint64_t shared_seq[NC_SHARED_SLOTS];
     unsigned char shared_used[NC_SHARED_SLOTS];
     uint64_t move_seq;   /* data-movement rounds (coll/move.h) */
-    uint64_t move_readers_seq; /* round whose readers may still read my move area (0: none) */
-    int move_nreaders;
+    uint64_t move_readers_seq; /* round of my last release (its readers may still read) */
+    int move_nreaders;   /* how many of them are not known to be done */
     int *move_readers;   /* node ranks that read my move area in that round */
+    /* Working memory of the data-movement algorithms, kept between calls (coll/move.h):
+     * [0] tables, [1] data. */
+    char *move_scratch[2];
+    size_t move_scratch_bytes[2];
 } nc_node;
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)

@@ -20,7 +20,7 @@
     X(FLAT, "flat") X(TREE, "tree") X(DISSEMINATION, "dissemination") X(SHM, "shm")        \
     X(CMA, "cma") X(CHAIN, "chain") X(RECURSIVE_DOUBLING, "recursive-doubling") X(ORDERED, "ordered") X(BRIDGE, "bridge") X(RING, "ring") X(PACKED, "packed") X(TYPED, "typed") X(PMPI_DISABLED, "pmpi:disabled") \
     X(PMPI_ARGS, "pmpi:args") X(PMPI_TYPE, "pmpi:type") X(PMPI_NO_CMA, "pmpi:no-cma") X(PMPI_INTERCOMM, "pmpi:intercomm") X(PMPI_SIZE1, "pmpi:size1") \
-    X(PMPI_NO_SHM, "pmpi:no-shm") X(PMPI_FINALIZED, "pmpi:finalized") \
+    X(PMPI_NO_SHM, "pmpi:no-shm") X(PMPI_NOT_SET_UP, "pmpi:not-set-up") X(PMPI_FINALIZED, "pmpi:finalized") \
     X(NODE_SHARED, "node-shared") X(HIERARCHY, "hierarchy")
 
 typedef enum {

@@ -121,7 +121,7 @@ static int exchange_on(MPI_Comm comm, const nc_xfer *sends, int nsends, const nc
     int err = MPI_SUCCESS;
     for (int i = 0; i < nrecvs && err == MPI_SUCCESS; i++) err = post_pieces(&recvs[i], 0, comm, next_slot, h);
     h->sends = nc_alloc_or_die(sizeof *sends * (size_t)(nsends ? nsends : 1));
-    memcpy(h->sends, sends, sizeof *sends * (size_t)nsends);
+    if (nsends) memcpy(h->sends, sends, sizeof *sends * (size_t)nsends); /* (sends may be NULL then) */
     h->nsends = nsends;
     h->window = window;
     h->first_send_req = h->oldest = h->n;

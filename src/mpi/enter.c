@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "state.h"
+#include "../coll/engine.h"
 
 /* "MPI_Reduce(root 0, MPI_SUM, 4096 B)", with the host MPI's part when nodecoll hands the call on. */
 static void describe_call(const nc_call_record *r, char *out, size_t size)
@@ -49,6 +50,16 @@ static int report_mismatch(nc_mpi_comm *s, MPI_Comm comm, const nc_call_record *
 
 int nc_mpi_enter(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call)
 {
+    /* A blocking call runs after the communicator's pending operations, whatever path it
+     * takes (they hold the node's numbers, slots and bridge in call order). */
+    nc_comm_drain(&s->coll);
+    return nc_mpi_enter_nonblocking(s, comm, call);
+}
+
+int nc_mpi_enter_nonblocking(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call)
+{
+    /* The check's own exchange must not overtake a pending operation's bridge step. */
+    if (s->coll.cfg.check) nc_comm_drain(&s->coll);
     nc_call_enter(&s->coll, call);
     if (!s->coll.cfg.check) return MPI_SUCCESS;
     nc_call_record reference;

@@ -80,3 +80,16 @@ NC_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *me
     int err = PMPI_Imrecv(buf, count, type, message, &r);
     return err != MPI_SUCCESS ? err : nc_mpi_wait_host(&r, status);
 }
+
+/* Polling calls progress too (a loop of MPI_Iprobe is a wait). */
+NC_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    if (!nc_mpi_host_may_block()) nc_mpi_idle_once();
+    return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
+NC_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)
+{
+    if (!nc_mpi_host_may_block()) nc_mpi_idle_once();
+    return PMPI_Improbe(source, tag, comm, flag, message, status);
+}

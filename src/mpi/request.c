@@ -136,15 +136,21 @@ void nc_mpi_request_issue(nc_mpi_request *r, size_t bytes, MPI_Request *user)
  * error code. */
 static int deliver(nc_mpi_request *r)
 {
+    if (r->delivered) return r->delivered_err;
     int err = r->form->deliver ? r->form->deliver(r) : MPI_SUCCESS;
-    if (r->op.err == NC_TRUNCATED) return MPI_ERR_TRUNCATE;
-    return r->op.err ? r->op.err : err;
+    if (r->op.err == NC_TRUNCATED) err = MPI_ERR_TRUNCATE;
+    else if (r->op.err) err = r->op.err;
+    r->delivered = 1;
+    r->delivered_err = err;
+    return err;
 }
 
 /* A request freed while active is released by whoever comes second: the engine completing
  * its operation, or MPI_Request_free. */
 static void release_detached(nc_mpi_request *r)
 {
+    /* (the engine stores `done` just after `finished` returns) */
+    while (!atomic_load_explicit(&r->op.done, memory_order_acquire)) sched_yield();
     deliver(r);
     unlink_live(r);
     destroy(r);
@@ -171,14 +177,13 @@ static void release_deferred(void)
     }
 }
 
+/* Runs inside the engine's progress, with the operation's communicator locked: a freed
+ * request is never released here (that may free the communicator's state under the engine)
+ * but by the application's next call into nodecoll. */
 static void operation_finished(nc_op *op)
 {
     nc_mpi_request *r = op->owner;
     if (!atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) return;
-    if (nc_engine_may_call_host()) {
-        release_detached(r);
-        return;
-    }
     pthread_mutex_lock(&deferred_lock);
     r->next_deferred = deferred;
     deferred = r;
@@ -192,6 +197,7 @@ void nc_mpi_request_start(nc_mpi_request *r)
     nc_op_restart(&r->op);
     nc_op_count(&r->op);
     atomic_store_explicit(&r->detached, 0, memory_order_relaxed);
+    r->delivered = 0;
     r->active = 1;
     nc_op_start(&r->op);
 }
@@ -239,6 +245,14 @@ static nc_mpi_request *active_request(MPI_Request h)
 
 /* Before a host test: nodecoll's operations progress in every completion call, as the
  * host's own would. */
+void nc_mpi_requests_finalize(void) { release_deferred(); }
+
+void nc_mpi_idle_once(void)
+{
+    nc_engine_progress();
+    release_deferred();
+}
+
 static void progress_pending(void)
 {
     if (nc_engine_outstanding()) nc_engine_progress();
@@ -280,8 +294,10 @@ NC_EXPORT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status 
     nc_mpi_request *r = any_live() ? active_request(request) : NULL;
     if (!r) return PMPI_Request_get_status(request, flag, status);
     *flag = done(r);
-    if (*flag) empty_status(status);
-    return MPI_SUCCESS;
+    if (!*flag) return MPI_SUCCESS;
+    empty_status(status);
+    int err = deliver(r); /* (complete means the data is there) */
+    return err ? nc_mpi_raise(r->comm, err) : MPI_SUCCESS;
 }
 
 NC_EXPORT int MPI_Request_free(MPI_Request *request)
@@ -370,10 +386,8 @@ static int retire_done(mixed *m, MPI_Request *requests, MPI_Status *statuses, in
         if (!m->ours[i] || !done(m->ours[i])) continue;
         MPI_Status *status = status_at(statuses, indices ? retired : i);
         int e = retire(m->ours[i], &requests[i], status);
-        if (e != MPI_SUCCESS) {
-            *err = e;
-            if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = e;
-        }
+        if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = e;
+        if (e != MPI_SUCCESS) *err = e;
         m->ours[i] = NULL;
         m->host[i] = requests[i]; /* (a persistent one is now inactive; else null) */
         m->active_ours--;
@@ -531,4 +545,20 @@ NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, i
     some_pass(&m, requests, outcount, indices, statuses, &err);
     mixed_close(&m);
     return err;
+}
+
+MPI_Datatype nc_mpi_hold_type(MPI_Datatype type)
+{
+    int integers, addresses, types, combiner;
+    MPI_Datatype held = MPI_DATATYPE_NULL;
+    if (type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS ||
+        combiner == MPI_COMBINER_NAMED)
+        return MPI_DATATYPE_NULL;
+    if (PMPI_Type_dup(type, &held) != MPI_SUCCESS) return MPI_DATATYPE_NULL;
+    return held;
+}
+
+void nc_mpi_release_type(MPI_Datatype *held)
+{
+    if (*held != MPI_DATATYPE_NULL) PMPI_Type_free(held);
 }

@@ -39,8 +39,9 @@ typedef struct nc_call_form_args {
     MPI_Request *request;
     int persistent;
     MPI_Info info;
+    int blocking;
 } nc_call_form_args;
-static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL};
+static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL, 1};
 
 /* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
  * entry points of collective Name, from its parameter list and its arguments (both
@@ -53,14 +54,14 @@ static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL};
     }                                                                                                 \
     __attribute__((visibility("default"))) int MPI_##IName(NC_UNPAREN params, MPI_Request *request)   \
     {                                                                                                 \
-        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL});                 \
+        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0});              \
     }                                                                                                 \
     NC_PERSISTENT_FORM(Name, fn, params, args)
 #ifdef NC_PERSISTENT_COLLECTIVES
 #define NC_PERSISTENT_FORM(Name, fn, params, args)                                                            \
     __attribute__((visibility("default"))) int NC_INIT(Name)(NC_UNPAREN params, MPI_Info info, MPI_Request *request) \
     {                                                                                                          \
-        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info});                                   \
+        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0});                                \
     }
 #else
 #define NC_PERSISTENT_FORM(Name, fn, params, args)
@@ -81,7 +82,14 @@ typedef struct nc_mpi_bcast_call {
     nc_data data;
     nc_dt_cursor cursor;
     int is_root;
+    MPI_Datatype held_type; /* a request's own duplicate of a derived type, or MPI_DATATYPE_NULL */
 } nc_mpi_bcast_call;
+
+/* A duplicate of a derived datatype for a request to use while the user may free theirs
+ * (MPI_DATATYPE_NULL for a predefined or invalid type: nothing to hold); released with
+ * nc_mpi_release_type. */
+MPI_Datatype nc_mpi_hold_type(MPI_Datatype type);
+void nc_mpi_release_type(MPI_Datatype *held);
 
 struct nc_mpi_request {
     nc_op op;
@@ -93,6 +101,7 @@ struct nc_mpi_request {
     int persistent;
     int active;         /* started, not yet completed by a completion call */
     _Atomic int detached; /* freed while active: released when the operation completes */
+    int delivered, delivered_err; /* results delivered (and how) since the last start */
     union {
         nc_mpi_bcast_call bcast;
     } call;
@@ -121,5 +130,9 @@ int nc_mpi_wait_host(MPI_Request *request, MPI_Status *status);
 /* Between two tests while waiting: progresses nodecoll's operations, or lets another
  * process run when none moved. */
 void nc_mpi_idle(void);
+/* Releases what freed requests left to the application's next call (MPI_Finalize). */
+void nc_mpi_requests_finalize(void);
+/* One progress pass, no yield (polling calls). */
+void nc_mpi_idle_once(void);
 
 #endif

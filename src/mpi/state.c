@@ -306,8 +306,9 @@ static void release_resources(nc_mpi_comm *s)
     free(n->move_readers);
     for (int i = 0; i < 2; i++) {
         free(n->scratch[i]);
-        n->scratch[i] = NULL;
-        n->scratch_bytes[i] = 0;
+        free(n->move_scratch[i]);
+        n->scratch[i] = n->move_scratch[i] = NULL;
+        n->scratch_bytes[i] = n->move_scratch_bytes[i] = 0;
     }
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
@@ -346,6 +347,7 @@ void nc_mpi_comm_hold(nc_mpi_comm *s) { atomic_fetch_add_explicit(&s->holds, 1, 
 void nc_mpi_comm_drop(nc_mpi_comm *s)
 {
     if (atomic_fetch_sub_explicit(&s->holds, 1, memory_order_acq_rel) != 1) return;
+    nc_comm_drain(&s->coll); /* (a persistent request started after MPI_Comm_free listed it again) */
     release_resources(s);
     free(s->scratch);
     free(s->counts);
@@ -388,6 +390,19 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
     nc_mpi_comm *s = nc_mpi_lookup(comm, &why);
     if (!s) nc_mpi_fallback(coll, why);
     return s;
+}
+
+nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
+{
+    void *value = NULL;
+    int found = 0;
+    if (nc_config_get()->enable && comm != MPI_COMM_NULL && comm_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
+    if (!found) {
+        nc_mpi_fallback(coll, NC_ALG_PMPI_NOT_SET_UP);
+        return NULL;
+    }
+    return nc_mpi_state(comm, coll); /* (set up: local) */
 }
 
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)

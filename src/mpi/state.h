@@ -80,6 +80,12 @@ void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, s
  * other rank's.  MPI_SUCCESS, or an error already raised on comm (the call must then do
  * nothing more).  Collective when NODECOLL_CHECK is on. */
 int nc_mpi_enter(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call);
+/* The same for a nonblocking or persistent call: it does not wait for the communicator's
+ * pending operations (unless NODECOLL_CHECK is on, which makes issuing it synchronising). */
+int nc_mpi_enter_nonblocking(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call);
+/* The state of comm if a blocking collective has set it up, else NULL (the reason counted
+ * for `coll`): setting up is collective, which a nonblocking call must not be. */
+nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll);
 
 /* Counts a fallback for a call whose arguments we leave to the host MPI to judge. */
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason);

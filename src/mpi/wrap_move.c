@@ -1,7 +1,7 @@
 /* MPI entry points of the data-movement collectives: Gather(v), Scatter(v), Allgather(v),
  * Alltoall(v,w).  Each turns its arguments into byte blocks (nc_vec) and runs the algorithm
- * of src/coll, or hands the call unchanged to the host MPI: when the selection table says
- * so (the same on every rank), or when this rank's arguments are invalid (the host then
+ * of src/coll, or hands the call unchanged to the host MPI: when the registry says so (the
+ * same on every rank), or when this rank's arguments are invalid (the host then
  * reports its own error class).
  *
  * Datatypes: predefined types whose elements lie back to back are used in place.  So are
@@ -18,7 +18,7 @@
 #include "dtype_decode.h"
 #include "state.h"
 #include "../core/fatal.h"
-#include "../coll/select.h"
+#include "../coll/registry.h"
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
@@ -31,7 +31,8 @@ typedef struct move_vec {
     MPI_Datatype type;
     const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
     nc_vec v;
-    size_t *table;               /* lens[n] then offs[n] */
+    size_t *table;               /* lens[n] then offs[n] (vec_tables) */
+    int64_t *signed_offs;        /* n, while it is opened */
     char *staging;               /* packed copy when some block's type is not dense, */
     nc_dt_cursor *cursors;       /* or: every block in place through the engine (v.blocks) */
 } move_vec;
@@ -137,27 +138,17 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
 {
     if (m->vector && (!m->counts || !m->displs || (m->vector == 2 && !m->types))) return 1;
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
-    int64_t *signed_offs = nc_alloc_or_die(sizeof(int64_t) * n);
-    m->table = nc_alloc_or_die(sizeof(size_t) * 2 * n);
+    int64_t *signed_offs = m->signed_offs;
     int dense;
-    if (describe_blocks(m, signed_offs, &dense)) {
-        free(signed_offs);
-        return 1;
-    }
+    if (describe_blocks(m, signed_offs, &dense)) return 1;
     size_t *lens = m->table, *offs = m->table + n, total = 0;
     int64_t lowest = INT64_MAX;
     for (int i = 0; i < m->n; i++) {
         total += lens[i];
         if (lens[i] && signed_offs[i] < lowest) lowest = signed_offs[i];
     }
-    if (total && !m->user && dense) { /* (MPI_BOTTOM with a derived type's absolute addresses is valid) */
-        free(signed_offs);
-        return 1;
-    }
-    if (!dense && !fill && open_in_place(m, signed_offs)) {
-        free(signed_offs);
-        return 0;
-    }
+    if (total && !m->user && dense) return 1; /* (MPI_BOTTOM with a derived type's absolute addresses is valid) */
+    if (!dense && !fill && open_in_place(m, signed_offs)) return 0;
     if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
         if (!total) lowest = 0;
         for (int i = 0; i < m->n; i++) offs[i] = lens[i] ? (size_t)(signed_offs[i] - lowest) : 0;
@@ -169,7 +160,6 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
         m->v = (nc_vec){m->staging, lens, offs, NULL};
         if (fill) pack_blocks(m, comm, 0);
     }
-    free(signed_offs);
     return 0;
 }
 
@@ -182,11 +172,24 @@ static void vec_close(move_vec *m, MPI_Comm comm, int drain)
     for (int i = 0; m->v.blocks && i < m->n; i++) nc_data_release(&m->v.blocks[i]);
     free(m->v.blocks);
     free(m->cursors);
-    free(m->table);
-    m->table = NULL;
     m->staging = NULL;
     m->v.blocks = NULL;
     m->cursors = NULL;
+}
+
+/* The tables of a call's vectors (`second` may be NULL), from the communicator's scratch
+ * instead of fresh memory per call: blocking calls on a communicator never overlap (MPI
+ * orders them), and the algorithms keep scratch of their own.  Lengths and offsets of each
+ * vector, then the signed offsets one vector at a time uses while it is opened. */
+static void vec_tables(nc_mpi_comm *s, move_vec *first, move_vec *second)
+{
+    size_t n = (size_t)s->coll.size;
+    size_t *tables = (size_t *)(void *)nc_mpi_scratch(s, sizeof(size_t) * 5 * n);
+    first->table = tables;
+    first->signed_offs = (int64_t *)(void *)(tables + 4 * n);
+    if (!second) return;
+    second->table = tables + 2 * n;
+    second->signed_offs = first->signed_offs;
 }
 
 /* A vector argument of `count` elements of `type` per block, back to back. */
@@ -209,12 +212,8 @@ static move_vec vec_typed(const void *buf, const int *counts, const int *displs,
 
 enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
 
-/* NC_ALG_COUNT when the table accelerates `coll` here (the same on every rank), else why not. */
-static nc_alg_id table_verdict(nc_mpi_comm *s, nc_coll_id coll)
-{
-    nc_alg_id alg = nc_select(&s->coll, coll, 0);
-    return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
-}
+/* NC_ALG_COUNT when the registry accelerates `coll` here (the same on every rank), else why not. */
+static nc_alg_id table_verdict(nc_mpi_comm *s, nc_coll_id coll) { return nc_registry_host_reason(&s->coll, coll); }
 
 /* Enters the call (state.h) with the reason, if any, it goes to the host MPI. */
 static int enter_move(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int root, nc_alg_id host, uint64_t bytes)
@@ -268,6 +267,7 @@ static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int 
     nc_data one = {0};
     nc_dt_cursor cursor;
     nc_alg_id host = table_verdict(s, coll);
+    if (host == NC_ALG_COUNT && is_root) vec_tables(s, all, NULL);
     if (host == NC_ALG_COUNT && (root < 0 || root >= s->coll.size || (in_place && !is_root))) host = NC_ALG_PMPI_ARGS;
     if (host == NC_ALG_COUNT && !in_place && open_one(&b, &one, &cursor, scatter, one_buf, one_count, one_type, comm))
         host = NC_ALG_PMPI_ARGS;
@@ -333,6 +333,7 @@ static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MP
     nc_buffer b = {0};
     recv->n = s->coll.size;
     nc_alg_id host = table_verdict(s, coll);
+    if (host == NC_ALG_COUNT) vec_tables(s, recv, NULL);
     if (host == NC_ALG_COUNT && !in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1))
         host = NC_ALG_PMPI_ARGS;
     /* In place, my own block is input: pack it too (the whole vector, when staged). */
@@ -373,6 +374,7 @@ static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_
     int in_place = send->user == MPI_IN_PLACE; /* (then the send arguments are not significant) */
     send->n = recv->n = s->coll.size;
     nc_alg_id host = table_verdict(s, coll);
+    if (host == NC_ALG_COUNT) vec_tables(s, recv, send);
     if (host == NC_ALG_COUNT && ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)))
         host = NC_ALG_PMPI_ARGS;
     uint64_t bytes = !checked(s, host) ? 0 : recv->vector ? NC_CALL_ANY_BYTES : vec_total(in_place ? recv : send);

@@ -45,6 +45,25 @@ static char *published_buffer(const nc_flag *f)
     return (char *)(uintptr_t)atomic_load_explicit(&f->aux[0], memory_order_relaxed);
 }
 
+/* A push child offers its buffer for call g0 in its `ready` flag, tagged with the call: a
+ * derived child (no buffer, it pulls everything) does not wait for the push and may already
+ * offer the next call's buffer when the root gets to it; the root must then skip it.  The
+ * tag is written before the address and read after it, so an address is never taken for
+ * the wrong call (a review found a root writing one call's tail into the next call's
+ * buffer). */
+static void offer_push_target(nc_flag *ready, char *buffer, uint64_t g0)
+{
+    atomic_store_explicit(&ready->aux[1], g0 + 1, memory_order_relaxed);
+    atomic_store_explicit(&ready->aux[0], (uint64_t)(uintptr_t)buffer, memory_order_release);
+    nc_flag_post(ready, g0 + 1);
+}
+
+static char *push_target(const nc_flag *ready, uint64_t g0)
+{
+    char *buffer = (char *)(uintptr_t)atomic_load_explicit(&ready->aux[0], memory_order_acquire);
+    return atomic_load_explicit(&ready->aux[1], memory_order_relaxed) == g0 + 1 ? buffer : NULL;
+}
+
 /* Each of c children gets 1/(c+1) of the message from the root, which then copies as much in
  * total as each child does. */
 static size_t push_cut(size_t bytes, int children)
@@ -119,7 +138,7 @@ static nc_step progress(nc_op *op, void *state)
             for (st->i = 0; st->i < t->children; st->i++) {
                 NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, nc_bcast_tree_rank(n, t, t->first_child + st->i))->ready, st->g0 + 1));
                 int child = nc_bcast_tree_rank(n, t, t->first_child + st->i);
-                char *dst = published_buffer(&nc_node_ctl(n, child)->ready);
+                char *dst = push_target(&nc_node_ctl(n, child)->ready, st->g0);
                 size_t cut = push_cut(bytes, t->children);
                 if (dst) nc_node_cma_or_die(n, child, dst + cut, st->flat + cut, bytes - cut, 1);
             }
@@ -132,8 +151,7 @@ static nc_step progress(nc_op *op, void *state)
          * none (the root skips it) and pulls everything. */
         st->pulled = bytes;
         if (st->push) {
-            atomic_store_explicit(&me->ready.aux[0], (uint64_t)(uintptr_t)st->flat, memory_order_relaxed);
-            nc_flag_post(&me->ready, st->g0 + 1);
+            offer_push_target(&me->ready, st->flat, st->g0);
             if (st->flat) st->pulled = push_cut(bytes, n->size - 1);
         }
         for (st->off = 0, st->g = st->g0; st->off < st->pulled; st->off += st->chunk, st->g++) {

@@ -65,6 +65,9 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
     nc_comm *c = op->c;
     nc_node *n = &c->node;
     NC_BEGIN(st);
+    st->bytes = st->my_bytes; /* (a persistent request's step starts again from its setup) */
+    st->announced = 0;
+    st->whole.base = NULL;
     /* Nothing to send takes no step (as in the host MPIs, a count of zero on some ranks only
      * cannot be detected: those ranks are gone before the others could learn of it). */
     if (!st->my_bytes) {
@@ -91,3 +94,25 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
     }
     NC_END(st);
 }
+
+/* ---- on one node, the step is the call's algorithm -------------------------------------- */
+
+static void plan_call(nc_op *op, void *state)
+{
+    const nc_args *a = op->args;
+    nc_node_bcast_setup(state, a->bcast.data, a->bcast.bytes, op->c->node_rank_of[a->root]);
+}
+
+static nc_step progress_call(nc_op *op, void *state)
+{
+    nc_node_bcast_step *st = state;
+    if (!op->args->bcast.bytes) return NC_DONE; /* (a nonblocking call of nothing) */
+    nc_step s = nc_node_bcast_progress(op, st);
+    if (s == NC_DONE) nc_stats_count(NC_COLL_BCAST, st->alg->id, op->args->bcast.bytes);
+    return s;
+}
+
+static int one_node(const nc_comm *c, const nc_args *a) { return !nc_comm_multinode(c); }
+
+const nc_algorithm nc_bcast_node = {NC_ALG_HIERARCHY, one_node, plan_call, progress_call, 1};
+NC_STATE_FITS(nc_node_bcast_step);

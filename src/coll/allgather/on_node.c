@@ -1,0 +1,78 @@
+/* Allgather(v) on one node: every rank publishes its block once and reads every other
+ * non-empty block straight from its owner (one single-copy call per block, or a copy from
+ * the owner's slot for small blocks); nothing is forwarded, so no volume skew can serialise
+ * it.  Each rank starts after itself, so the ranks do not all read the same owner first. */
+#include "../algorithms.h"
+#include "../move.h"
+
+typedef struct allgather_state {
+    int pc;
+    int in_slot, j;
+    uint64_t seq;
+    nc_pub pub;
+} allgather_state;
+NC_STATE_FITS(allgather_state);
+
+/* My block (in place: where it already is in my receive vector), for every other rank. */
+static const void *my_block(const nc_comm *c, const nc_args *a, size_t *len)
+{
+    int in_place = a->move.send == NC_IN_PLACE;
+    *len = in_place ? nc_vec_len(a->move.recv_vec, c->rank) : a->move.send_bytes;
+    return in_place ? nc_vec_at(a->move.recv_vec, c->rank) : a->move.send;
+}
+
+static int publish_mine(nc_comm *c, const nc_args *a, uint64_t seq)
+{
+    nc_node *n = &c->node;
+    size_t len;
+    const void *mine = my_block(c, a, &len);
+    char *slot;
+    nc_move_area(c, &slot);
+    int in_slot = nc_move_put(c, seq, slot, mine, len), nreaders = 0;
+    for (int r = 0; r < n->size; r++)
+        if (r != n->rank) n->move_readers[nreaders++] = r;
+    nc_move_release(n, seq, n->move_readers, nreaders);
+    return in_slot;
+}
+
+/* The j-th rank after me: each rank starts after itself. */
+static int after_me(const nc_comm *c, int j) { return (c->rank + j) % c->size; }
+
+static void read_block(nc_comm *c, const nc_args *a, const nc_pub *p, int i)
+{
+    nc_move_read_block(c, p, 0, a->move.recv_vec, i, nc_fit(c, p->bytes, nc_vec_len(a->move.recv_vec, i)));
+}
+
+static void finish_reading(nc_comm *c, const nc_args *a, uint64_t seq)
+{
+    const nc_vec *recv = a->move.recv_vec;
+    if (a->move.send != NC_IN_PLACE && a->move.send_bytes)
+        nc_vec_unpack(recv, c->rank, a->move.send, nc_fit(c, a->move.send_bytes, nc_vec_len(recv, c->rank)));
+    nc_move_done(&c->node, seq);
+}
+
+static nc_step progress(nc_op *op, void *state)
+{
+    allgather_state *st = state;
+    nc_comm *c = op->c;
+    const nc_args *a = op->args;
+    size_t my_len;
+    my_block(c, a, &my_len);
+    NC_BEGIN(st);
+    st->seq = nc_take_round(&c->node);
+    st->in_slot = 1; /* (nothing published: nothing to keep) */
+    if (my_len) {
+        NC_AWAIT(st, nc_move_readers_done(op, &c->node));
+        st->in_slot = publish_mine(c, a, st->seq);
+    }
+    for (st->j = 1; st->j < c->size; st->j++)
+        if (nc_vec_len(a->move.recv_vec, after_me(c, st->j))) {
+            NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[after_me(c, st->j)], st->seq, &st->pub));
+            read_block(c, a, &st->pub, after_me(c, st->j));
+        }
+    finish_reading(c, a, st->seq);
+    if (!st->in_slot) NC_AWAIT(st, nc_move_readers_done(op, &c->node));
+    NC_END(st);
+}
+
+const nc_algorithm nc_allgather_on_node = {NC_ALG_CMA, nc_move_on_one_node, NULL, progress, 0};
