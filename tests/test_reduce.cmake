@@ -32,6 +32,20 @@ nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 6
 nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 6
   ENVS "nodes3:NODECOLL_RANKS_PER_NODE=2" "cyclic3:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
   ARGS ${NODECOLL_REDUCE_MULTI_STRIDE6} LABELS quick)
+# Rank 0 keeps a nonblocking Barrier outstanding through every reduction: its reductions run
+# as resumable operations that return to the engine at every wait, on one node and across
+# nodes (where its bridge steps must still meet the other leaders' blocking ones).
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 2 3
+  ENVS "background:NODECOLL_TEST_BACKGROUND=1"
+       "backgroundtree:NODECOLL_TEST_BACKGROUND=1,NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+       "backgroundshm:NODECOLL_TEST_BACKGROUND=1,NODECOLL_CMA=off,NODECOLL_SEGMENT_SIZE=4K"
+       "backgroundrd:NODECOLL_TEST_BACKGROUND=1,NODECOLL_REDUCE_ALG=recursive_doubling,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+       "backgroundcma:NODECOLL_TEST_BACKGROUND=1,NODECOLL_REDUCE_ALG=cma,NODECOLL_REDUCE_CHUNK=4K"
+  ARGS 2 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 3
+  ENVS "backgroundnodes2:NODECOLL_TEST_BACKGROUND=1,NODECOLL_RANKS_PER_NODE=2"
+       "backgroundcyclic:NODECOLL_TEST_BACKGROUND=1,NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+  ARGS ${NODECOLL_REDUCE_MULTI_STRIDE} LABELS quick)
 # Settings a process reads for itself (the datatype engine) differ between ranks: the
 # reductions still take the same path on every rank.  (Open MPI only: this sends user ops on
 # types with gaps to the host, and MPICH 4.0.2's own Reduce_scatter_block frees twice there.)

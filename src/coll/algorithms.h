@@ -9,6 +9,9 @@ extern const nc_algorithm nc_barrier_flat, nc_barrier_tree, nc_barrier_dissemina
 extern const nc_algorithm nc_bcast_node;              /* a call on one node: the node step alone */
 extern const nc_algorithm nc_bcast_hierarchy;         /* a call: node steps and the bridge */
 extern const nc_algorithm nc_bcast_shm, nc_bcast_cma; /* node steps */
+/* Reductions (src/coll/reduce/): a call's algorithms, then the node steps the hierarchy runs. */
+extern const nc_algorithm nc_reduce_hierarchy, nc_reduce_ordered, nc_scan_chain, nc_scan_hierarchy;
+extern const nc_algorithm nc_reduce_tree, nc_reduce_flat, nc_reduce_cma, nc_reduce_shm, nc_reduce_recursive_doubling;
 
 /* Data movement (move.h): each family on one node and across nodes; Alltoall(v,w) one
  * algorithm for both; and the host MPI, where single copy does not work on every node. */

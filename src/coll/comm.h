@@ -81,7 +81,7 @@ struct nc_algorithm;
 typedef struct nc_choice {
     const struct nc_algorithm *alg;
     size_t bytes;
-    int coll;
+    int coll, key; /* key: what else of the call the choice depends on (registry.c) */
 } nc_choice;
 
 typedef struct nc_comm {

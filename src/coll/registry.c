@@ -35,6 +35,41 @@ static const nc_row rows[] = {
     {NC_COLL_BCAST, &nc_bcast_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BCAST, &nc_bcast_cma, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NC_NODE_STEP},
     {NC_COLL_BCAST, &nc_bcast_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    /* A reduction's call: in rank order through the host when the bridge's order is not rank
+     * order and the op cares (or in reproducible mode), else the node step meeting the bridge
+     * (on one node, the node step alone). */
+#define NC_REDUCE_CALL_ROWS(coll)                                  \
+    {coll, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_reduce_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    /* The node step of an Allreduce or Reduce_scatter.  Slices from NODECOLL_REDUCE_CMA_MIN
+     * with single copy, else through the rings from NODECOLL_REDUCE_SHM_MIN: when the rings
+     * are too short for them, the tree (the flat fold's ranks would each read the whole
+     * vector).  Flat for small vectors on small nodes.  Recursive doubling only when forced. */
+#define NC_ALLREDUCE_STEP_ROWS(coll)                                                                          \
+    {coll, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                         \
+    {coll, &nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                         \
+    {coll, &nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                        \
+    {coll, &nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
+    {coll, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                            \
+    {coll, &nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
+    NC_REDUCE_CALL_ROWS(NC_COLL_ALLREDUCE), NC_ALLREDUCE_STEP_ROWS(NC_COLL_ALLREDUCE),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER), NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK), NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
+    NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE),
+    /* Reduce's node step: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2
+     * ranks the fan-in tree was faster at every size); flat and shm when forced. */
+    {NC_COLL_REDUCE, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+    {NC_COLL_REDUCE, &nc_reduce_shm, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
+#undef NC_REDUCE_CALL_ROWS
+#undef NC_ALLREDUCE_STEP_ROWS
+#define NC_SCAN_ROWS(coll)                                         \
+    {coll, &nc_reduce_ordered, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_scan_hierarchy, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, \
+    {coll, &nc_scan_chain, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    NC_SCAN_ROWS(NC_COLL_SCAN), NC_SCAN_ROWS(NC_COLL_EXSCAN),
+#undef NC_SCAN_ROWS
     /* Data movement: direct reads of large blocks need single copy on every node, else the
      * host MPI runs the call (the adapter hands it over: nc_registry_host_reason). */
 #define NC_MOVE_ROWS(coll, on_node, across_nodes)                                                      \
@@ -64,28 +99,52 @@ static int row_matches(const nc_row *r, const nc_comm *c, size_t bytes)
     return r->max_bytes_setting == NC_NO_SETTING || (int64_t)bytes <= setting(c, r->max_bytes_setting);
 }
 
-/* The algorithm a NODECOLL_<COLL>_ALG setting names (NC_ALG_COUNT: auto). */
-static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
+/* What a NODECOLL_<COLL>_ALG setting asks for: `alg` (NC_ALG_COUNT: auto), and what runs
+ * when it does not apply (NC_ALG_COUNT: auto).  A forced reduction algorithm that cannot run
+ * (no single copy, rings too short, not a power of two, a Reduce for recursive doubling)
+ * gives way to the tree. */
+typedef struct nc_forced {
+    nc_alg_id alg, otherwise;
+} nc_forced;
+
+static nc_forced forced(const nc_comm *c, nc_coll_id coll)
 {
     static const nc_alg_id barrier_algs[] = {[NC_BARRIER_AUTO] = NC_ALG_COUNT, [NC_BARRIER_FLAT] = NC_ALG_FLAT,
                                              [NC_BARRIER_TREE] = NC_ALG_TREE,
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
     static const nc_alg_id bcast_algs[] = {[NC_BCAST_AUTO] = NC_ALG_COUNT, [NC_BCAST_SHM] = NC_ALG_SHM,
                                            [NC_BCAST_CMA] = NC_ALG_CMA};
+    static const nc_alg_id reduce_algs[] = {[NC_REDUCE_AUTO] = NC_ALG_COUNT, [NC_REDUCE_FLAT] = NC_ALG_FLAT,
+                                            [NC_REDUCE_TREE] = NC_ALG_TREE, [NC_REDUCE_CMA] = NC_ALG_CMA,
+                                            [NC_REDUCE_SHM] = NC_ALG_SHM,
+                                            [NC_REDUCE_RECURSIVE_DOUBLING] = NC_ALG_RECURSIVE_DOUBLING};
     switch (coll) {
-    case NC_COLL_BARRIER: return barrier_algs[c->cfg.barrier_alg];
-    case NC_COLL_BCAST: return bcast_algs[c->cfg.bcast_alg];
-    default: return NC_ALG_COUNT;
+    case NC_COLL_BARRIER: return (nc_forced){barrier_algs[c->cfg.barrier_alg], NC_ALG_COUNT};
+    case NC_COLL_BCAST: return (nc_forced){bcast_algs[c->cfg.bcast_alg], NC_ALG_COUNT};
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_REDUCE_SCATTER_BLOCK: return (nc_forced){reduce_algs[c->cfg.reduce_alg], NC_ALG_TREE};
+    default: return (nc_forced){NC_ALG_COUNT, NC_ALG_COUNT};
     }
+}
+
+/* The first row of `level` for the call whose algorithm is `id` and applies (NULL: none). */
+static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *c, const nc_args *a)
+{
+    for (size_t i = 0; id != NC_ALG_COUNT && i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == id && rows[i].alg->applies(c, a))
+            return rows[i].alg;
+    return NULL;
 }
 
 static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
-    nc_alg_id want = forced(c, a->coll);
+    nc_forced want = forced(c, a->coll);
+    const nc_algorithm *alg = NULL;
+    if (want.alg != NC_ALG_COUNT && !(alg = row_for(want.alg, level, c, a))) alg = row_for(want.otherwise, level, c, a);
+    if (alg) return alg;
     const size_t nrows = sizeof rows / sizeof rows[0];
-    for (size_t i = 0; want != NC_ALG_COUNT && i < nrows; i++)
-        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == want && rows[i].alg->applies(c, a))
-            return rows[i].alg;
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].coll == a->coll && rows[i].level == level && row_matches(&rows[i], c, bytes) &&
             rows[i].alg->applies(c, a))
@@ -93,18 +152,36 @@ static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_arg
     return NULL; /* unreachable: every collective ends in a row that always applies */
 }
 
-/* The table's choice, or the last one when the call is alike: Barrier's and Bcast's rows
- * and `applies` read nothing of a call but its collective and size (the settings and the
- * node are the communicator's for good).  Small calls repeat, and going through the rows
- * cost about 0.02 us of an 8-byte Bcast of 0.05 us.  (The kept choice is a cache: the
- * communicator is logically unchanged.) */
+/* What a call's algorithms' `applies` read of it besides its collective and size: nothing
+ * for Barrier and Bcast; for the reductions whether it has a root and whether its op
+ * commutes.  -1: a collective whose choice is not kept. */
+static int choice_key(const nc_args *a)
+{
+    switch (a->coll) {
+    case NC_COLL_BARRIER:
+    case NC_COLL_BCAST: return 0;
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_REDUCE_SCATTER_BLOCK:
+    case NC_COLL_SCAN:
+    case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1;
+    default: return -1;
+    }
+}
+
+/* The table's choice, or the last one when the call is alike (choice_key): the rows and
+ * `applies` read nothing else of a call, and the settings and the node are the
+ * communicator's for good.  Small calls repeat, and going through the rows cost about 0.02
+ * us of an 8-byte Bcast of 0.05 us.  (The kept choice is a cache: the communicator is
+ * logically unchanged.) */
 static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
     nc_choice *last = &((nc_comm *)(uintptr_t)c)->chosen[level];
-    int keep = a->coll == NC_COLL_BARRIER || a->coll == NC_COLL_BCAST;
-    if (keep && last->alg && last->bytes == bytes && last->coll == (int)a->coll) return last->alg;
+    int key = choice_key(a);
+    if (key >= 0 && last->alg && last->bytes == bytes && last->coll == (int)a->coll && last->key == key) return last->alg;
     const nc_algorithm *alg = choose(level, c, a, bytes);
-    if (keep) *last = (nc_choice){alg, bytes, (int)a->coll};
+    if (key >= 0) *last = (nc_choice){alg, bytes, (int)a->coll, key};
     return alg;
 }
 

@@ -26,22 +26,6 @@ static const nc_rule rules[] = {
     {NC_COLL_BARRIER, NC_ALG_DISSEMINATION, NC_ANY, NC_ANY, NC_ANY, 0},
     {NC_COLL_BCAST, NC_ALG_CMA, NC_ANY, NC_SETTING(bcast_cma_min), NC_ANY, NEEDS_CMA},
     {NC_COLL_BCAST, NC_ALG_SHM, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_ALLREDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NEEDS_CMA},
-    {NC_COLL_ALLREDUCE, NC_ALG_SHM, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, 0},
-    {NC_COLL_ALLREDUCE, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
-    {NC_COLL_ALLREDUCE, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_REDUCE, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NEEDS_CMA},
-    {NC_COLL_REDUCE, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_REDUCE_SCATTER, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NEEDS_CMA},
-    {NC_COLL_REDUCE_SCATTER, NC_ALG_SHM, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, 0},
-    {NC_COLL_REDUCE_SCATTER, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
-    {NC_COLL_REDUCE_SCATTER, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_CMA, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NEEDS_CMA},
-    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_SHM, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, 0},
-    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_FLAT, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), 0},
-    {NC_COLL_REDUCE_SCATTER_BLOCK, NC_ALG_TREE, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_SCAN, NC_ALG_CHAIN, NC_ANY, NC_ANY, NC_ANY, 0},
-    {NC_COLL_EXSCAN, NC_ALG_CHAIN, NC_ANY, NC_ANY, NC_ANY, 0},
 };
 #undef NC_ANY
 
@@ -52,21 +36,12 @@ static nc_alg_id forced(const nc_comm *c, nc_coll_id coll)
                                              [NC_BARRIER_TREE] = NC_ALG_TREE,
                                              [NC_BARRIER_DISSEMINATION] = NC_ALG_DISSEMINATION};
     static const nc_alg_id bcast_algs[] = {[NC_BCAST_SHM] = NC_ALG_SHM, [NC_BCAST_CMA] = NC_ALG_CMA};
-    static const nc_alg_id reduce_algs[] = {[NC_REDUCE_FLAT] = NC_ALG_FLAT, [NC_REDUCE_TREE] = NC_ALG_TREE,
-                                            [NC_REDUCE_CMA] = NC_ALG_CMA, [NC_REDUCE_SHM] = NC_ALG_SHM,
-                                            [NC_REDUCE_RECURSIVE_DOUBLING] = NC_ALG_RECURSIVE_DOUBLING};
     switch (coll) {
     case NC_COLL_BARRIER:
         return c->cfg.barrier_alg == NC_BARRIER_AUTO ? NC_ALG_COUNT : barrier_algs[c->cfg.barrier_alg];
     case NC_COLL_BCAST:
         if (c->cfg.bcast_alg == NC_BCAST_CMA && !c->node.cma) return NC_ALG_SHM;
         return c->cfg.bcast_alg == NC_BCAST_AUTO ? NC_ALG_COUNT : bcast_algs[c->cfg.bcast_alg];
-    case NC_COLL_REDUCE:
-    case NC_COLL_ALLREDUCE:
-    case NC_COLL_REDUCE_SCATTER:
-    case NC_COLL_REDUCE_SCATTER_BLOCK:
-        if (c->cfg.reduce_alg == NC_REDUCE_CMA && !c->node.cma) return NC_ALG_TREE;
-        return c->cfg.reduce_alg == NC_REDUCE_AUTO ? NC_ALG_COUNT : reduce_algs[c->cfg.reduce_alg];
     default:
         return NC_ALG_COUNT;
     }

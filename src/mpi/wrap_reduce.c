@@ -12,6 +12,7 @@
  * (one-sided only in MPI). */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,14 +195,35 @@ typedef struct user_op {
 } user_op;
 static user_op *user_ops;
 static pthread_mutex_t user_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Moves on whenever a user op is recorded or forgotten, so that nothing cached under an
+ * earlier value matches again: MPI may hand out a freed op's handle for a new op. */
+static _Atomic uint64_t user_ops_generation = 1;
+
+static uint64_t user_ops_now(void) { return atomic_load_explicit(&user_ops_generation, memory_order_acquire); }
+static void user_ops_changed(void) { atomic_fetch_add_explicit(&user_ops_generation, 1, memory_order_release); }
+
+/* The last user op this thread looked up: a program reduces with the same op again and
+ * again, and the lock of the list would be taken on every call otherwise. */
+typedef struct recent_user_op {
+    MPI_Op op;
+    user_op record;
+    uint64_t generation; /* 0: none */
+} recent_user_op;
+static _Thread_local recent_user_op recent_user;
 
 static int find_user_op(MPI_Op op, user_op *out)
 {
+    uint64_t now = user_ops_now();
+    if (recent_user.generation == now && recent_user.op == op) {
+        *out = recent_user.record;
+        return 1;
+    }
     int found = 0;
     pthread_mutex_lock(&user_ops_lock);
     for (user_op *u = user_ops; u && !found; u = u->next)
         if (u->op == op) *out = *u, found = 1;
     pthread_mutex_unlock(&user_ops_lock);
+    if (found) recent_user = (recent_user_op){op, *out, now};
     return found;
 }
 
@@ -214,6 +236,7 @@ NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
     pthread_mutex_lock(&user_ops_lock);
     u->next = user_ops;
     user_ops = u;
+    user_ops_changed();
     pthread_mutex_unlock(&user_ops_lock);
     return err;
 }
@@ -231,6 +254,7 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
             free(gone);
             break;
         }
+    user_ops_changed();
     pthread_mutex_unlock(&user_ops_lock);
     return err;
 }
@@ -301,29 +325,37 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op,
     return rc->red.fn == NULL;
 }
 
-/* The last predefined (type, op) pair this thread reduced with: a small reduction repeats
- * it, and looking it up again costs about as much as the reduction itself.  Predefined
- * handles are never freed, so a match cannot be a reused handle; user ops are not cached. */
+/* The last (type, op) pair this thread reduced with, for a predefined type: a small
+ * reduction repeats it, and looking it up again costs about as much as the reduction itself.
+ * Predefined types are never freed; a user op's entry holds only while the recorded user ops
+ * stay as they were (a freed op's handle may come back for another op).  Derived types are
+ * not cached (their handles too may come back). */
 typedef struct recent_pair {
     MPI_Datatype type;
     MPI_Op op;
     nc_reduction red;
     nc_host_op host;
-    int valid;
+    nc_user_call user;
+    uint64_t generation; /* 0: none */
 } recent_pair;
 static _Thread_local recent_pair recent;
 
 int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, const nc_config *cfg)
 {
-    if (recent.valid && recent.type == type && recent.op == op) {
+    uint64_t now = user_ops_now();
+    if (recent.generation == now && recent.type == type && recent.op == op) {
         rc->red = recent.red;
         rc->host = recent.host;
+        rc->user = recent.user;
         rc->red.host = &rc->host;
+        if (rc->red.fn == call_user_op) rc->red.ctx = &rc->user;
         rc->gaps = NULL;
         return 0;
     }
     int err = describe_uncached(rc, type, op, cfg);
-    if (!err && rc->red.fn != call_user_op) recent = (recent_pair){type, op, rc->red, rc->host, 1};
+    if (err || !find_type(type)) return err;
+    nc_user_call user = rc->red.fn == call_user_op ? rc->user : (nc_user_call){0};
+    recent = (recent_pair){type, op, rc->red, rc->host, user, now};
     return err;
 }
 

@@ -1,0 +1,108 @@
+/* Single-copy reduce-scatter by slices: each rank reduces one slice of the vector (its block
+ * for Reduce_scatter), reading the others' input buffers with process_vm_readv in
+ * cache-sized chunks, and writes each reduced chunk straight into the result buffers that
+ * need it: every rank's for Allreduce, the root's for Reduce, its own for Reduce_scatter.
+ * Only the owner of a slice touches that slice of anybody's buffer, so in place is safe; one
+ * closing wait keeps every buffer alive until its readers are done. */
+#include <stdlib.h>
+
+#include "reduce.h"
+#include "../ledger.h"
+#include "../../core/fatal.h"
+
+typedef struct cma_state {
+    nc_reduce_head head;
+    uint64_t g;
+    int q;
+    char **input, **result; /* every node rank's buffers */
+    size_t lo, hi;          /* my slice */
+    char *aside;
+} cma_state;
+NC_REDUCE_STATE_FITS(cma_state);
+
+/* Where node rank q's buffers are, once it published them for call g. */
+static void learn_buffers(cma_state *st, const nc_node *n)
+{
+    const nc_flag *pub = &nc_node_ctl(n, st->q)->pub;
+    st->input[st->q] = (char *)(uintptr_t)atomic_load_explicit(&pub->aux[0], memory_order_relaxed);
+    st->result[st->q] = (char *)(uintptr_t)atomic_load_explicit(&pub->aux[1], memory_order_relaxed);
+}
+
+/* My result for elements [e, e + cnt) in acc, to whoever needs it. */
+static void deliver_chunk(const cma_state *st, const nc_node *n, size_t e, const char *acc, size_t cnt)
+{
+    const nc_reduce_call *call = &st->head.call;
+    size_t es = call->red->elem_size, off = e * es, len = cnt * es;
+    if (call->deliver == NC_DELIVER_OWN) {
+        nc_copy_bytes((st->aside ? st->aside : call->recv) + (e - st->lo) * es, acc, len);
+        return;
+    }
+    for (int q = 0; q < n->size; q++) {
+        if (call->deliver != NC_DELIVER_ALL && call->deliver != q) continue;
+        if (q == n->rank) nc_copy_bytes(st->result[q] + off, acc, len);
+        else nc_node_cma_or_die(n, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
+    }
+}
+
+/* Reduces my slice of everybody's input, `chunk` elements at a time, in rank order from the
+ * highest down.  Only I touch this slice of anybody's buffers, so I may overwrite a peer's
+ * input there (in place) right after reading it. */
+static void reduce_slice(const cma_state *st, nc_comm *c)
+{
+    nc_node *n = &c->node;
+    const nc_reduce_call *call = &st->head.call;
+    size_t es = call->red->elem_size, chunk = (size_t)c->cfg.reduce_chunk / es;
+    if (!chunk) chunk = 1;
+    char *acc = nc_reduce_scratch(n, NC_SCRATCH_CHUNKS, 2 * chunk * es), *tmp = acc + chunk * es;
+    for (size_t e = st->lo; e < st->hi; e += chunk) {
+        size_t cnt = nc_min_size(chunk, st->hi - e), off = e * es, len = cnt * es;
+        for (int q = n->size - 1; q >= 0; q--) {
+            char *into = q == n->size - 1 ? acc : tmp;
+            const char *src = q == n->rank ? call->send + off : into;
+            if (q != n->rank) nc_node_cma_or_die(n, q, st->input[q] + off, into, len, 0);
+            if (q != n->size - 1) nc_fold(call->red, src, acc, cnt);
+            else if (src != acc) nc_copy_bytes(acc, src, len);
+        }
+        deliver_chunk(st, n, e, acc, cnt);
+    }
+}
+
+static nc_step progress(nc_op *op, void *state)
+{
+    cma_state *st = state;
+    const nc_reduce_call *call = &st->head.call;
+    nc_node *n = &op->c->node;
+    nc_rank_ctl *me = nc_node_ctl(n, n->rank);
+    NC_BEGIN(&st->head);
+    st->g = nc_take_frags(n, 1);
+    atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)call->send, memory_order_relaxed);
+    atomic_store_explicit(&me->pub.aux[1], (uint64_t)(uintptr_t)call->recv, memory_order_relaxed);
+    nc_flag_post(&me->pub, st->g + 1);
+    st->input = nc_alloc_or_die(sizeof(char *) * (size_t)n->size);
+    st->result = nc_alloc_or_die(sizeof(char *) * (size_t)n->size);
+    for (st->q = 0; st->q < n->size; st->q++) {
+        if (st->q != n->rank) NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, st->q)->pub, st->g + 1));
+        learn_buffers(st, n);
+    }
+    st->lo = nc_slice_first(call, n->size, n->rank);
+    st->hi = nc_slice_first(call, n->size, n->rank + 1);
+    /* In place, my block's result goes to the start of recv, which may be another rank's
+     * slice of my input: kept aside until everybody is done. */
+    st->aside = call->deliver == NC_DELIVER_OWN && call->send == call->recv && st->lo
+                    ? nc_alloc_or_die((st->hi - st->lo) * call->red->elem_size)
+                    : NULL;
+    reduce_slice(st, op->c);
+    /* Others read my input and write my result: neither may go away before they are done. */
+    nc_consumed_through(n, st->g);
+    NC_AWAIT(&st->head, nc_all_consumed(op, n, st->g + 1));
+    if (st->aside) nc_copy_bytes(call->recv, st->aside, (st->hi - st->lo) * call->red->elem_size);
+    free(st->aside);
+    free(st->input);
+    free(st->result);
+    NC_END(&st->head);
+}
+
+/* Every rank of the node reads every other's memory: the setup probe must have passed. */
+static int single_copy(const nc_comm *c, const nc_args *a) { return c->node.cma; }
+
+const nc_algorithm nc_reduce_cma = {NC_ALG_CMA, single_copy, NULL, progress, 0};
