@@ -34,9 +34,7 @@ void nc_datatype_release_keyval(void)
 
 static int is_committed(MPI_Datatype type, int combiner)
 {
-    if (combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
-        combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER)
-        return 1;
+    if (nc_mpi_combiner_predefined(combiner)) return 1;
     int found = 0;
     void *value;
     if (committed_keyval == MPI_KEYVAL_INVALID) return 0;

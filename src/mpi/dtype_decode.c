@@ -35,9 +35,7 @@ static void contents_free(contents *c)
     for (size_t i = 0; i < c->ntypes; i++) {
         int combiner = nc_mpi_type_combiner(c->types[i]);
         /* named types are never freed; every other type get_contents returns is ours */
-        if (combiner >= 0 && combiner != MPI_COMBINER_NAMED && combiner != MPI_COMBINER_F90_REAL &&
-            combiner != MPI_COMBINER_F90_COMPLEX && combiner != MPI_COMBINER_F90_INTEGER)
-            PMPI_Type_free(&c->types[i]);
+        if (combiner >= 0 && !nc_mpi_combiner_predefined(combiner)) PMPI_Type_free(&c->types[i]);
     }
     free(c->arg);
     free(c->types);
@@ -95,9 +93,8 @@ static int get_contents(MPI_Datatype t, contents *c)
     if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &c->combiner) != MPI_SUCCESS) return 0;
     if (c->combiner == MPI_COMBINER_NAMED) return 0;
 #endif
-    if (c->combiner == MPI_COMBINER_F90_REAL || c->combiner == MPI_COMBINER_F90_COMPLEX ||
-        c->combiner == MPI_COMBINER_F90_INTEGER)
-        return 0; /* predefined in all but name: decoded from their size and extent */
+    if (nc_mpi_combiner_predefined(c->combiner))
+        return 0; /* the F90 kinds: decoded from their size and extent */
     return get_contents_small(t, c, (int)ni, (int)na, (int)nd);
 }
 
@@ -114,6 +111,12 @@ int nc_mpi_type_combiner(MPI_Datatype type)
     return combiner;
 }
 
+int nc_mpi_combiner_predefined(int combiner)
+{
+    return combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL || combiner == MPI_COMBINER_F90_COMPLEX ||
+           combiner == MPI_COMBINER_F90_INTEGER;
+}
+
 MPI_Datatype nc_mpi_type_undup(MPI_Datatype type)
 {
     MPI_Datatype t = type;
@@ -125,10 +128,7 @@ MPI_Datatype nc_mpi_type_undup(MPI_Datatype type)
         if (t != type) PMPI_Type_free(&t); /* an intermediate duplicate's handle, made for us */
         t = inner;
     }
-    int combiner = nc_mpi_type_combiner(t);
-    if (t == type || combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
-        combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER)
-        return t; /* (predefined, the F90 kinds too: never freed) */
+    if (t == type || nc_mpi_combiner_predefined(nc_mpi_type_combiner(t))) return t; /* (never freed) */
     PMPI_Type_free(&t);
     return type;
 }
@@ -168,9 +168,10 @@ static nc_dtype *adopt_bounds(nc_dtype *d, const host_bounds *h)
 
 /* ---------- probing: the byte map of one element ---------- */
 
-/* Whether the decode in progress (under decode_lock) fell back on probing somewhere: its
- * result then depends on this process's NODECOLL_DTYPE_PROBE_MAX. */
-static int decode_probed;
+/* Whether this thread's decode in progress fell back on probing somewhere: its result then
+ * depends on this process's NODECOLL_DTYPE_PROBE_MAX.  (Per thread: the uncached decode
+ * for tests runs outside the cache's lock.) */
+static _Thread_local int decode_probed;
 
 static nc_dtype *probe(MPI_Datatype t, const host_bounds *h)
 {
@@ -369,8 +370,7 @@ static const cached_description *describe(MPI_Datatype type)
 {
     static const cached_description none = {NULL, 0};
     int combiner = nc_mpi_type_combiner(type);
-    if (combiner < 0 || combiner == MPI_COMBINER_NAMED || combiner == MPI_COMBINER_F90_REAL ||
-        combiner == MPI_COMBINER_F90_COMPLEX || combiner == MPI_COMBINER_F90_INTEGER)
+    if (combiner < 0 || nc_mpi_combiner_predefined(combiner))
         return &none; /* predefined (no attributes): the host packs the few that are not dense */
     pthread_once(&keyval_once, create_keyval);
     if (description_keyval == MPI_KEYVAL_INVALID) return &none;

@@ -26,6 +26,10 @@ void nc_mpi_dtype_release_keyval(void);
  * every type answers); -1 on error. */
 int nc_mpi_type_combiner(MPI_Datatype type);
 
+/* Whether a type of this combiner is predefined: a named type, or one of the F90 kinds
+ * (MPI_Type_create_f90_*), which are predefined in all but name and are never freed. */
+int nc_mpi_combiner_predefined(int combiner);
+
 /* The predefined type (the F90 kinds included) a chain of MPI_Type_dup ends in, or `type`
  * itself (any other type): a duplicate of MPI_INT is MPI_INT in all but its handle. */
 MPI_Datatype nc_mpi_type_undup(MPI_Datatype type);

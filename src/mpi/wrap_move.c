@@ -72,6 +72,9 @@ static void pack_blocks(move_vec *m, MPI_Comm comm, int unpack)
 #define NC_HOST_JUDGES_EMPTY_BLOCK_TYPES 0
 #endif
 
+/* An Alltoallw block of zero elements, whose datatype its host may never read. */
+static int empty_typed_block(const move_vec *m, int i) { return m->types && !count_of(m, i); }
+
 /* Fills lens and signed offsets; 1 if a count or type is invalid.  *dense: every non-empty
  * block can be read in place. */
 static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
@@ -82,7 +85,7 @@ static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
     *dense = 1;
     for (int i = 0; i < m->n; i++) {
         if (count_of(m, i) < 0) return 1;
-        if (m->types && !count_of(m, i) && !NC_HOST_JUDGES_EMPTY_BLOCK_TYPES) {
+        if (empty_typed_block(m, i) && !NC_HOST_JUDGES_EMPTY_BLOCK_TYPES) {
             lens[i] = 0;
             offs[i] = 0;
             continue;
@@ -110,7 +113,7 @@ static int open_in_place(move_vec *m, const int64_t *offs)
     const nc_dtype *type = NULL;
     int size, dense = 1;
     for (int i = 0; i < m->n; i++) {
-        if (m->types && !count_of(m, i)) { /* (an empty block's type may be anything: its host never reads it) */
+        if (empty_typed_block(m, i)) { /* (its type may be anything: nothing is read with it) */
             blocks[i] = nc_data_bytes(m->user);
             continue;
         }
