@@ -196,11 +196,11 @@ static void check_registry(void)
     c.node.cma = 0;
     CHECK(nc_registry_select_step(&c, &bcast, 8) == &nc_bcast_shm, "forced cma without single copy: the rings");
     c.bridge.size = 2;
-    c.chosen[0].alg = c.chosen[1].alg = NULL; /* (another node layout: forget the kept choices) */
+    memset(c.chosen, 0, sizeof c.chosen); /* (another node layout: forget the kept choices) */
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_tree, "several nodes: the tree Barrier");
     CHECK(nc_registry_select(&c, &bcast, 8) == &nc_bcast_hierarchy, "several nodes: the Bcast hierarchy");
     c.cfg.barrier_alg = NC_BARRIER_FLAT;
-    c.chosen[0].alg = NULL;
+    memset(c.chosen, 0, sizeof c.chosen);
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_flat, "forced flat");
     free(c.node.slot_use);
     free(c.node.cons_seen);

@@ -81,7 +81,7 @@ struct nc_algorithm;
 typedef struct nc_choice {
     const struct nc_algorithm *alg;
     size_t bytes;
-    int coll, key; /* key: what else of the call the choice depends on (registry.c) */
+    int key; /* what else of the call the choice depends on (nc_registry_key) */
 } nc_choice;
 
 typedef struct nc_comm {
@@ -101,7 +101,7 @@ typedef struct nc_comm {
     struct nc_op *queue_head, *queue_tail;
     _Atomic int queue_lock, queued;
     _Atomic int listed;          /* on the engine's list of communicators with operations */
-    nc_choice chosen[2];         /* the registry's last choice per level (registry.c) */
+    nc_choice chosen[2][NC_COLL_COUNT]; /* the registry's last choice per level and collective */
     struct nc_comm *next_pending;
 } nc_comm;
 
@@ -148,9 +148,6 @@ static inline int nc_comm_is_leader(const nc_comm *c) { return c->node.rank == 0
 int nc_barrier(nc_comm *c);
 /* Bcast of `bytes` packed bytes, each rank's laid out as its nc_data says. */
 int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
-/* The node-level part of Bcast from node rank `root`, blocking (the resumable form is in
- * steps.h); returns the algorithm it ran. */
-nc_alg_id nc_node_bcast_bytes(nc_comm *c, void *buf, size_t bytes, int root);
 
 /* Reductions on `count` elements of r->elem_size bytes.  send == recv means in place (for
  * Reduce_scatter: the whole input is in recv and my block's result goes to its start).

@@ -168,19 +168,19 @@ static void progress_others(void *unused)
     nc_engine_progress();
 }
 
-/* Waits (spin, yield, sleep as the node's policy says) for the flag op waits for; while it
- * waits, the other outstanding operations of the process progress.  Host requests are left
- * to op's own progress, which tests them (MPI forbids testing one request in two threads
- * at once, and progress runs under the queue's lock or by the operation's only owner). */
-static void wait_for(nc_op *op)
+/* Waits (spin, yield, sleep as c's node policy says) for what w names; while it waits, the
+ * other outstanding operations of the process progress.  Host requests are left to their
+ * operation's own progress, which tests them (MPI forbids testing one request in two
+ * threads at once, and progress runs under the queue's lock or by the operation's only
+ * owner). */
+static void wait_for(const nc_comm *c, const nc_waiting *w)
 {
-    nc_waiting *w = &op->wait;
     if (w->host) {
         nc_engine_progress();
         sched_yield();
         return;
     }
-    nc_wait_policy policy = op->c->node.wait;
+    nc_wait_policy policy = c->node.wait;
     policy.idle = nc_engine_outstanding() ? progress_others : NULL;
     nc_wait_ge(w->flag, w->value, &policy);
 }
@@ -205,8 +205,8 @@ void nc_op_wait_here(nc_op *op)
 int nc_op_run(nc_op *op)
 {
     nc_comm *c = op->c;
-    if (atomic_load_explicit(&c->queued, memory_order_acquire)) nc_comm_drain(c);
-    while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(op);
+    nc_comm_drain(c);
+    while (op->alg->progress(op, op->state) == NC_PENDING) wait_for(c, &op->wait);
     op->err = nc_call_result(c, op->err);
     if (op->finished) op->finished(op); /* (nobody tests a blocking call's `done`) */
     return op->err;
@@ -245,8 +245,7 @@ void nc_op_wait(nc_op *op)
             sched_yield();
             continue;
         }
-        nc_op probe = {.c = c, .wait = w};
-        wait_for(&probe);
+        wait_for(c, &w);
     }
 }
 
@@ -263,10 +262,8 @@ static void unlist(nc_comm *c)
     pthread_mutex_unlock(&pending_lock);
 }
 
-void nc_comm_drain(nc_comm *c)
+void nc_comm_drain_queue(nc_comm *c)
 {
-    if (!atomic_load_explicit(&c->queued, memory_order_acquire) && !atomic_load_explicit(&c->listed, memory_order_relaxed))
-        return; /* (every blocking call passes here) */
     while (atomic_load_explicit(&c->queued, memory_order_acquire)) {
         nc_engine_progress();
         sched_yield();
@@ -285,6 +282,8 @@ void nc_op_count(const nc_op *op)
     if (!op->alg->composed) nc_stats_count(op->args->coll, op->alg->id, op->bytes);
 }
 
+/* (Only what a blocking run reads is set: the rest of nc_op_init's work showed in 8-byte
+ * calls.) */
 int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
 {
     nc_op op;
@@ -293,11 +292,14 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     op.args = args;
     op.bytes = bytes;
     op.blocking = 1;
-    op.finished = NULL;
+    op.err = 0;
+    op.wait = (nc_waiting){0};
+    *(int *)(void *)op.state = 0;
     nc_op_count(&op);
     if (op.alg->plan) op.alg->plan(&op, op.state);
-    nc_op_restart(&op);
-    return nc_op_run(&op);
+    nc_comm_drain(c);
+    while (op.alg->progress(&op, op.state) == NC_PENDING) wait_for(c, &op.wait);
+    return nc_call_result(c, op.err);
 }
 
 /* ---- the progress thread ---------------------------------------------------------------

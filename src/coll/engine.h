@@ -209,7 +209,13 @@ void nc_engine_progress_thread_start(int may_call_host, long sleep_us);
 void nc_engine_progress_thread_stop(void);
 
 /* Every operation of comm completed on this rank, and comm off the engine's lists (before a
- * node-shared call, or freeing it). */
-void nc_comm_drain(nc_comm *c);
+ * node-shared call, or freeing it).  Inline: every blocking call passes here, nearly always
+ * with nothing to do. */
+void nc_comm_drain_queue(nc_comm *c);
+static inline void nc_comm_drain(nc_comm *c)
+{
+    if (atomic_load_explicit(&c->queued, memory_order_acquire) || atomic_load_explicit(&c->listed, memory_order_relaxed))
+        nc_comm_drain_queue(c);
+}
 
 #endif

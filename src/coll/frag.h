@@ -54,10 +54,6 @@ static inline void nc_wait_all_cons(nc_node *n, uint64_t frag_end)
         if (r != n->rank) nc_wait_cons(n, r, frag_end);
 }
 
-/* Claims my slot for fragment g when any rank may read it (reductions): waits until every
- * reader of its previous content is done, whoever they were, then records "any rank". */
-char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g);
-
 /* Single-copy transfer with a node peer that passed the setup probe; a failure now aborts
  * (the other ranks are already committed to this algorithm). */
 void nc_node_cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write);

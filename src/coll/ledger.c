@@ -42,10 +42,3 @@ char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix)
     *nc_frag_use(n, p, g) = (nc_slot_use){g + 1, root, radix, radix == 0};
     return nc_frag_data(n, p, n->rank, g);
 }
-
-char *nc_frag_claim_for_all(nc_node *n, nc_frag_place p, uint64_t g)
-{
-    nc_op probe = {.c = NULL};
-    while (!nc_slot_free(&probe, n, p, g)) nc_wait_ge(probe.wait.flag, probe.wait.value, &n->wait);
-    return nc_slot_take(n, p, g, 0, 0);
-}

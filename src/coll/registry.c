@@ -152,47 +152,17 @@ static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_arg
     return NULL; /* unreachable: every collective ends in a row that always applies */
 }
 
-/* What a call's algorithms' `applies` read of it besides its collective and size: nothing
- * for Barrier and Bcast; for the reductions whether it has a root and whether its op
- * commutes.  -1: a collective whose choice is not kept. */
-static int choice_key(const nc_args *a)
-{
-    switch (a->coll) {
-    case NC_COLL_BARRIER:
-    case NC_COLL_BCAST: return 0;
-    case NC_COLL_REDUCE:
-    case NC_COLL_ALLREDUCE:
-    case NC_COLL_REDUCE_SCATTER:
-    case NC_COLL_REDUCE_SCATTER_BLOCK:
-    case NC_COLL_SCAN:
-    case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1;
-    default: return -1;
-    }
-}
-
-/* The table's choice, or the last one when the call is alike (choice_key): the rows and
+/* The table's choice, kept for the next call that is alike (nc_registry_key): the rows and
  * `applies` read nothing else of a call, and the settings and the node are the
  * communicator's for good.  Small calls repeat, and going through the rows cost about 0.02
  * us of an 8-byte Bcast of 0.05 us.  (The kept choice is a cache: the communicator is
  * logically unchanged.) */
-static const nc_algorithm *select_at(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
+const nc_algorithm *nc_registry_choose(const nc_comm *c, const nc_args *a, size_t bytes, int level)
 {
-    nc_choice *last = &((nc_comm *)(uintptr_t)c)->chosen[level];
-    int key = choice_key(a);
-    if (key >= 0 && last->alg && last->bytes == bytes && last->coll == (int)a->coll && last->key == key) return last->alg;
-    const nc_algorithm *alg = choose(level, c, a, bytes);
-    if (key >= 0) *last = (nc_choice){alg, bytes, (int)a->coll, key};
+    const nc_algorithm *alg = choose((nc_level)level, c, a, bytes);
+    int key = nc_registry_key(a);
+    if (key >= 0) ((nc_comm *)(uintptr_t)c)->chosen[level][a->coll] = (nc_choice){alg, bytes, key};
     return alg;
-}
-
-const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
-{
-    return select_at(NC_CALL, c, a, bytes);
-}
-
-const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes)
-{
-    return select_at(NC_NODE_STEP, c, a, bytes);
 }
 
 nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)

@@ -7,10 +7,45 @@
 /* The algorithm for the call `a` describes, moving `bytes` (as the table counts them): the
  * one a NODECOLL_<COLL>_ALG setting forces if it applies, else the first row of the table
  * that matches and whose algorithm applies.  The same on every rank (settings agreed at
- * setup, sizes fixed by the type signatures). */
-const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes);
-/* The same for the node algorithm of a step (the node Bcast inside a call). */
-const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes);
+ * setup, sizes fixed by the type signatures).  Level 0: a call's algorithm; 1: the node
+ * algorithm of a step (the node Bcast inside a call). */
+const nc_algorithm *nc_registry_choose(const nc_comm *c, const nc_args *a, size_t bytes, int level);
+
+/* What a call's algorithms' `applies` read of it besides its collective and size: nothing
+ * for Barrier and Bcast; for the reductions whether it has a root and whether its op
+ * commutes.  -1: a collective whose choice is not kept (the data-movement rows read the
+ * vectors). */
+static inline int nc_registry_key(const nc_args *a)
+{
+    switch (a->coll) {
+    case NC_COLL_BARRIER:
+    case NC_COLL_BCAST: return 0;
+    case NC_COLL_REDUCE:
+    case NC_COLL_ALLREDUCE:
+    case NC_COLL_REDUCE_SCATTER:
+    case NC_COLL_REDUCE_SCATTER_BLOCK:
+    case NC_COLL_SCAN:
+    case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1;
+    default: return -1;
+    }
+}
+
+/* nc_registry_choose, answered from the last choice for a call that is alike (inline: every
+ * blocking call asks, usually the same question). */
+static inline const nc_algorithm *nc_registry_select_at(const nc_comm *c, const nc_args *a, size_t bytes, int level)
+{
+    const nc_choice *last = &c->chosen[level][a->coll];
+    if (last->alg && last->bytes == bytes && last->key == nc_registry_key(a)) return last->alg;
+    return nc_registry_choose(c, a, bytes, level);
+}
+static inline const nc_algorithm *nc_registry_select(const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    return nc_registry_select_at(c, a, bytes, 0);
+}
+static inline const nc_algorithm *nc_registry_select_step(const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    return nc_registry_select_at(c, a, bytes, 1);
+}
 
 /* Whether the registry hands every call of `coll` on c to the host MPI (its row's algorithm
  * is the host's): the reason to count, else NC_ALG_COUNT.  Decided from the communicator

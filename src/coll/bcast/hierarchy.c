@@ -78,13 +78,3 @@ int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root)
     nc_args a = {.coll = NC_COLL_BCAST, .root = root, .bcast = {l, bytes}};
     return nc_collective(c, &a, bytes);
 }
-
-/* Blocking node Bcast for callers not yet running as operations; the node algorithm. */
-nc_alg_id nc_node_bcast_bytes(nc_comm *c, void *buf, size_t bytes, int root)
-{
-    nc_op op = {.c = c, .blocking = 1};
-    nc_node_bcast_step step;
-    nc_node_bcast_setup_bytes(&step, buf, bytes, root);
-    while (nc_node_bcast_progress(&op, &step) == NC_PENDING) nc_op_wait_here(&op);
-    return step.alg->id;
-}
