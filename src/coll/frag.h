@@ -54,8 +54,4 @@ static inline void nc_wait_all_cons(nc_node *n, uint64_t frag_end)
         if (r != n->rank) nc_wait_cons(n, r, frag_end);
 }
 
-/* Single-copy transfer with a node peer that passed the setup probe; a failure now aborts
- * (the other ranks are already committed to this algorithm). */
-void nc_node_cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write);
-
 #endif

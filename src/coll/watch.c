@@ -6,13 +6,16 @@
  * between ranks, so a rank can describe a peer that is stuck, descheduled or dead. */
 #include "watch.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/fatal.h"
+#include "../core/team.h"
 #include "check.h"
 
 static nc_comm *comm_of(nc_wait_watch *w) { return (nc_comm *)((char *)w - offsetof(nc_comm, watch.hook)); }
@@ -96,6 +99,34 @@ static void check(nc_wait_watch *w, const nc_flag *f, uint64_t target, int64_t w
             owner, why, c->rank, pid_of(&c->node, c->node.rank), (double)waited_ns * 1e-9, call, flag);
     if (c->watch.abort_job) c->watch.abort_job();
     nc_fatal("could not abort the job after rank %d died", comm_rank_of(c, o.rank));
+}
+
+_Noreturn void nc_single_copy_failed(nc_comm *c, int peer, const char *what, int err)
+{
+    nc_rank_info info = nc_rank_info_read(nc_node_ctl(&c->node, peer));
+    const char *why = "";
+    /* ESRCH: the peer's memory is gone, so it is exiting; /proc may show it alive for a
+     * moment more (its threads die one by one). */
+    for (int tries = 0; err == ESRCH && tries < 200 && nc_proc_look(&info.proc, &why) != NC_PROC_DEAD; tries++) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    if (err == ESRCH && c->watch.abort_job && nc_proc_look(&info.proc, &why) == NC_PROC_DEAD) {
+        nc_flag_owner o = {.rank = peer, .name = "", .index = -1};
+        char call[160], owner[96];
+        describe_my_call(c, &o, call, sizeof call);
+        describe_owner(c, &o, owner, sizeof owner);
+        fprintf(stderr, "nodecoll: %s has died (%s) while rank %d (pid %" PRIu64 ") made a single-copy %s it in %s; aborting the job\n",
+                owner, why, c->rank, pid_of(&c->node, c->node.rank), what, call);
+        c->watch.abort_job();
+    }
+    nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe", what, peer, err);
+}
+
+void nc_node_cma_or_die(nc_comm *c, int peer, char *remote, char *local, size_t len, int write)
+{
+    int err = nc_par_cma(write, c->node.pids[peer], remote, local, len);
+    if (err) nc_single_copy_failed(c, peer, write ? "write to" : "read from", err);
 }
 
 /* Which peers this process can judge: each was alive when it published its info line, so a

@@ -21,4 +21,12 @@
 void nc_watch_start(nc_comm *c, void (*abort_job)(void));
 void nc_watch_stop(nc_comm *c);
 
+/* A single-copy transfer with node rank `peer` failed with errno `err` although it passed
+ * the setup probe.  A peer that has died (ESRCH) is reported as a death found in a wait is,
+ * and the job stopped; anything else is fatal.  Never returns. */
+_Noreturn void nc_single_copy_failed(nc_comm *c, int peer, const char *what, int err);
+/* Single-copy transfer with node rank `peer` (it passed the setup probe); a failure now
+ * aborts, as the other ranks are already committed to the algorithm: nc_single_copy_failed. */
+void nc_node_cma_or_die(nc_comm *c, int peer, char *remote, char *local, size_t len, int write);
+
 #endif

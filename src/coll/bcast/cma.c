@@ -10,6 +10,7 @@
 #include "bcast.h"
 #include "../ledger.h"
 #include "../../core/cma.h"
+#include "../watch.h"
 #include "../../core/fatal.h"
 #include "../../core/team.h"
 
@@ -32,13 +33,6 @@ typedef struct cma_state {
     nc_bcast_ring ring_step;
 } cma_state;
 NC_STEP_STATE_FITS(cma_state);
-
-void nc_node_cma_or_die(const nc_node *n, int peer, char *remote, char *local, size_t len, int write)
-{
-    int err = nc_par_cma(write, n->pids[peer], remote, local, len);
-    if (err) nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe",
-                      write ? "write to" : "read from", peer, err);
-}
 
 static char *published_buffer(const nc_flag *f)
 {
@@ -94,16 +88,17 @@ static uint64_t call_frags(const nc_node *n, const cma_state *st)
 }
 
 /* Reads [off, off + len) of my parent's published buffer into my copy. */
-static void read_from_parent(nc_node *n, cma_state *st, size_t off, size_t len)
+static void read_from_parent(nc_comm *c, cma_state *st, size_t off, size_t len)
 {
+    nc_node *n = &c->node;
     nc_data *l = st->head.call.data;
     const char *remote = published_buffer(&nc_node_ctl(n, st->tree.parent)->pub) + off;
     int err;
     if (st->flat && st->flat != l->base) { /* a derived forwarder: its children read the contiguous copy */
-        nc_node_cma_or_die(n, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
+        nc_node_cma_or_die(c, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
         nc_data_unpack(l, off, st->flat + off, len);
     } else if ((err = nc_data_read(l, n->pids[st->tree.parent], remote, off, len))) {
-        nc_fatal("single-copy read from node rank %d failed (errno %d) after a successful probe", st->tree.parent, err);
+        nc_single_copy_failed(c, st->tree.parent, "read from", err);
     }
 }
 
@@ -140,7 +135,7 @@ static nc_step progress(nc_op *op, void *state)
                 int child = nc_bcast_tree_rank(n, t, t->first_child + st->i);
                 char *dst = push_target(&nc_node_ctl(n, child)->ready, st->g0);
                 size_t cut = push_cut(bytes, t->children);
-                if (dst) nc_node_cma_or_die(n, child, dst + cut, st->flat + cut, bytes - cut, 1);
+                if (dst) nc_node_cma_or_die(op->c, child, dst + cut, st->flat + cut, bytes - cut, 1);
             }
             nc_flag_post(&me->push, st->g_end);
         }
@@ -156,7 +151,7 @@ static nc_step progress(nc_op *op, void *state)
         }
         for (st->off = 0, st->g = st->g0; st->off < st->pulled; st->off += st->chunk, st->g++) {
             NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->pub, st->g + 1));
-            read_from_parent(n, st, st->off, st->pulled - st->off < st->chunk ? st->pulled - st->off : st->chunk);
+            read_from_parent(op->c, st, st->off, st->pulled - st->off < st->chunk ? st->pulled - st->off : st->chunk);
             if (t->children) nc_flag_post(&me->pub, st->g + 1);
         }
         if (st->push && st->flat) NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->push, st->g_end));

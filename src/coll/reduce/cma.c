@@ -8,6 +8,7 @@
 
 #include "reduce.h"
 #include "../ledger.h"
+#include "../watch.h"
 #include "../../core/fatal.h"
 
 typedef struct cma_state {
@@ -29,8 +30,9 @@ static void learn_buffers(cma_state *st, const nc_node *n)
 }
 
 /* My result for elements [e, e + cnt) in acc, to whoever needs it. */
-static void deliver_chunk(const cma_state *st, const nc_node *n, size_t e, const char *acc, size_t cnt)
+static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char *acc, size_t cnt)
 {
+    const nc_node *n = &c->node;
     const nc_reduce_call *call = &st->head.call;
     size_t es = call->red->elem_size, off = e * es, len = cnt * es;
     if (call->deliver == NC_DELIVER_OWN) {
@@ -40,7 +42,7 @@ static void deliver_chunk(const cma_state *st, const nc_node *n, size_t e, const
     for (int q = 0; q < n->size; q++) {
         if (call->deliver != NC_DELIVER_ALL && call->deliver != q) continue;
         if (q == n->rank) nc_copy_bytes(st->result[q] + off, acc, len);
-        else nc_node_cma_or_die(n, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
+        else nc_node_cma_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
     }
 }
 
@@ -59,11 +61,11 @@ static void reduce_slice(const cma_state *st, nc_comm *c)
         for (int q = n->size - 1; q >= 0; q--) {
             char *into = q == n->size - 1 ? acc : tmp;
             const char *src = q == n->rank ? call->send + off : into;
-            if (q != n->rank) nc_node_cma_or_die(n, q, st->input[q] + off, into, len, 0);
+            if (q != n->rank) nc_node_cma_or_die(c, q, st->input[q] + off, into, len, 0);
             if (q != n->size - 1) nc_fold(call->red, src, acc, cnt);
             else if (src != acc) nc_copy_bytes(acc, src, len);
         }
-        deliver_chunk(st, n, e, acc, cnt);
+        deliver_chunk(st, c, e, acc, cnt);
     }
 }
 
