@@ -47,7 +47,7 @@ static int nc_host_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_
     return PMPI_Ibcast(buf, count, type, root, comm, f->request);
 }
 
-static int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
+NC_CALL_FORM_ADAPTER int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = state_for(comm, NC_COLL_BARRIER, f);
     if (!s) return nc_host_barrier(comm, f);
@@ -109,7 +109,7 @@ static void bcast_request_release(nc_mpi_request *r)
 }
 static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
 
-static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
+NC_CALL_FORM_ADAPTER int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = state_for(comm, NC_COLL_BCAST, f);
     if (!s) return nc_host_bcast(buf, count, type, root, comm, f);
