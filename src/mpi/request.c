@@ -48,7 +48,6 @@ static void unlink_live(nc_mpi_request *r)
     pthread_mutex_unlock(&live_lock);
 }
 
-static void release_deferred(void);
 
 /* Starts the progress thread on the first request when the settings ask for it. */
 static void start_progress_thread(const nc_config *cfg)
@@ -94,7 +93,7 @@ static void give_back_handle(MPI_Request h)
 
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
-    release_deferred();
+    nc_mpi_release_freed();
     start_progress_thread(&s->coll.cfg);
     nc_mpi_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -162,7 +161,7 @@ static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *deferred;
 static _Atomic int deferred_count;
 
-static void release_deferred(void)
+void nc_mpi_release_freed(void)
 {
     if (!atomic_load_explicit(&deferred_count, memory_order_acquire)) return;
     pthread_mutex_lock(&deferred_lock);
@@ -225,6 +224,7 @@ static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
         destroy(r);
         *user = MPI_REQUEST_NULL;
     }
+    nc_mpi_release_freed(); /* (earlier operations, freed by the user, completed before r's) */
     return err ? nc_mpi_raise(comm, err) : MPI_SUCCESS;
 }
 
@@ -232,7 +232,7 @@ static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
 
 void nc_mpi_idle(void)
 {
-    release_deferred();
+    nc_mpi_release_freed();
     if (!nc_engine_progress()) sched_yield();
 }
 
@@ -243,20 +243,18 @@ static nc_mpi_request *active_request(MPI_Request h)
     return r && r->active ? r : NULL;
 }
 
-/* Before a host test: nodecoll's operations progress in every completion call, as the
- * host's own would. */
-void nc_mpi_requests_finalize(void) { release_deferred(); }
-
 void nc_mpi_idle_once(void)
 {
     nc_engine_progress();
-    release_deferred();
+    nc_mpi_release_freed();
 }
 
+/* Before a host test: nodecoll's operations progress in every completion call, as the
+ * host's own would. */
 static void progress_pending(void)
 {
     if (nc_engine_outstanding()) nc_engine_progress();
-    release_deferred();
+    nc_mpi_release_freed();
 }
 
 NC_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
