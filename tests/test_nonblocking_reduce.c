@@ -16,18 +16,6 @@
 /* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for a too-small array. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) || MPI_VERSION >= 4
-#define T_PERSISTENT 1
-#endif
-#if defined(OPEN_MPI) && OPEN_MPI
-#define T_INIT(Name) MPIX_##Name##_init
-#else
-#define T_INIT(Name) MPI_##Name##_init
-#endif
-
 enum { C_REDUCE, C_ALLREDUCE, C_RS, C_RSB, C_SCAN, C_EXSCAN, C_COLLS };
 static const char *coll_names[] = {"reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan"};
 

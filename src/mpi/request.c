@@ -159,15 +159,14 @@ static void release_detached(nc_mpi_request *r)
  * the host: released by the application's next completion call. */
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *deferred;
-static _Atomic int deferred_count;
+_Atomic int nc_mpi_freed_completed;
 
-void nc_mpi_release_freed(void)
+void nc_mpi_release_freed_completed(void)
 {
-    if (!atomic_load_explicit(&deferred_count, memory_order_acquire)) return;
     pthread_mutex_lock(&deferred_lock);
     nc_mpi_request *list = deferred;
     deferred = NULL;
-    atomic_store_explicit(&deferred_count, 0, memory_order_release);
+    atomic_store_explicit(&nc_mpi_freed_completed, 0, memory_order_release);
     pthread_mutex_unlock(&deferred_lock);
     while (list) {
         nc_mpi_request *next = list->next_deferred;
@@ -186,7 +185,7 @@ static void operation_finished(nc_op *op)
     pthread_mutex_lock(&deferred_lock);
     r->next_deferred = deferred;
     deferred = r;
-    atomic_fetch_add_explicit(&deferred_count, 1, memory_order_release);
+    atomic_fetch_add_explicit(&nc_mpi_freed_completed, 1, memory_order_release);
     pthread_mutex_unlock(&deferred_lock);
 }
 

@@ -58,6 +58,11 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
     return f->blocking ? nc_mpi_enter(s, comm, call) : nc_mpi_enter_nonblocking(s, comm, call);
 }
 
+/* An adapter's functions, which every call form runs: inlined into each entry point, where
+ * the form is a constant, so that a blocking call takes no branch of the other forms (out of
+ * line they cost an 8-byte Allreduce about 5 ns, 5%). */
+#define NC_FORM_INLINE static inline __attribute__((always_inline))
+
 /* The host's own form of a call nodecoll leaves to it, by f: PMPI_<Name>(args...),
  * PMPI_<IName>(args..., request) or the host's persistent init (args..., info, request). */
 #ifdef NC_PERSISTENT_COLLECTIVES
@@ -179,7 +184,12 @@ void nc_mpi_idle(void);
  * have completed since: each completion call, each blocking call once its communicator's
  * earlier operations have completed, and MPI_Finalize, so that a freed operation's results
  * are in place before any call the user could order after it returns. */
-void nc_mpi_release_freed(void);
+extern _Atomic int nc_mpi_freed_completed; /* how many such requests wait (request.c) */
+void nc_mpi_release_freed_completed(void);
+static inline void nc_mpi_release_freed(void)
+{
+    if (atomic_load_explicit(&nc_mpi_freed_completed, memory_order_acquire)) nc_mpi_release_freed_completed();
+}
 /* One progress pass, no yield (polling calls). */
 void nc_mpi_idle_once(void);
 

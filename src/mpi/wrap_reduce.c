@@ -410,7 +410,7 @@ typedef struct reduction_call {
 /* Decides who runs the reduction b describes and enters the call (state.h).  A request
  * describes it on its own duplicate of a derived type: the user may free theirs while the
  * operation is pending (the user's function then sees the duplicate). */
-static int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *rc, nc_mpi_reduce_call *b,
+NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *rc, nc_mpi_reduce_call *b,
                            const nc_call_form_args *f)
 {
     nc_alg_id host = NC_ALG_COUNT;
@@ -489,7 +489,7 @@ static const nc_mpi_call_form reduce_form = {reduce_request_begin, reduce_reques
 /* The request of a nonblocking or persistent call (NULL for a blocking one, or when none
  * can be made: the host then serves the call), and in *b where the call keeps what it
  * needs: in the request, else in *stack_call. */
-static nc_mpi_request *reduction_request(nc_mpi_comm *s, MPI_Comm comm, const nc_call_form_args *f,
+NC_FORM_INLINE nc_mpi_request *reduction_request(nc_mpi_comm *s, MPI_Comm comm, const nc_call_form_args *f,
                                          nc_mpi_reduce_call *stack_call, nc_mpi_reduce_call **b)
 {
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &reduce_form, f->persistent);
@@ -512,7 +512,7 @@ static void set_operands(nc_mpi_reduce_call *b, const void *in, void *out, size_
 
 /* Runs the reduction (blocking) or issues its request r: RUN_HOST when the host must serve
  * the call, else an MPI error code (raised). */
-static int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
+NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
                      const reduction_call *rc, const nc_call_form_args *f)
 {
     int err = enter_reduction(s, comm, rc, b, f);
@@ -544,7 +544,7 @@ static int host_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     return NC_HOST_FORM(f, Reduce, Ireduce, sendbuf, recvbuf, count, type, op, root, comm);
 }
 
-static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                        MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
@@ -578,7 +578,7 @@ static int host_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     return NC_HOST_FORM(f, Allreduce, Iallreduce, sendbuf, recvbuf, count, type, op, comm);
 }
 
-static int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                           const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
@@ -614,7 +614,7 @@ static int reduce_scatter_counts(int block, const int *counts, int count, int si
 
 /* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL).  The
  * counts array is the communicator's for a blocking call, the request's own otherwise. */
-static int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
+NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
                           MPI_Datatype type, MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
@@ -632,7 +632,7 @@ static int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, c
     return reduction(s, comm, r, b, &rc, f);
 }
 
-static int reduce_scatter_call(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
+NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
                                MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
@@ -644,7 +644,7 @@ NC_CALL_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call,
               (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm),
               (sendbuf, recvbuf, recvcounts, type, op, comm))
 
-static int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                                      MPI_Comm comm, const nc_call_form_args *f)
 {
     int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
@@ -655,7 +655,7 @@ static int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int cou
 NC_CALL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_call, NC_VECTOR_PARAMS,
               NC_VECTOR_ARGS)
 
-static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
@@ -672,7 +672,7 @@ static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, 
     return reduction(s, comm, r, b, &rc, f);
 }
 
-static int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                      const nc_call_form_args *f)
 {
     int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
@@ -681,7 +681,7 @@ static int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 
 NC_CALL_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
-static int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                        const nc_call_form_args *f)
 {
     int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
