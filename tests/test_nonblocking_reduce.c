@@ -318,7 +318,8 @@ static void run_prepare(run *r, uint64_t salt)
 static void run_start(run *r)
 {
     int err = MPI_SUCCESS;
-    if (r->c.form != F_PERSISTENT || !r->started) err = call(&r->c, r->c.form, r->send, r->got, r->type, r->op, r->comm, &r->req);
+    if (r->c.form != F_PERSISTENT || !r->started)
+        err = call(&r->c, r->c.form, r->send, r->got, r->type, r->op, r->comm, &r->req);
     if (err == MPI_SUCCESS && r->c.form == F_PERSISTENT) err = MPI_Start(&r->req);
     T_CHECK(err == MPI_SUCCESS, "%s %s failed: %d", form_names[r->c.form], coll_names[r->c.coll], err);
     r->started = 1;
@@ -378,7 +379,8 @@ static rcase draw_case(uint64_t *seed, int form, int forced)
     int blocked = c.coll == C_RS || c.coll == C_RSB;
     c.count = draw_count(seed, extent, blocked ? t_size : 1);
     /* (MPICH 4.0.2's own in-place Reduce at a root other than 0 crashes from about 4 KiB) */
-    if (c.coll == C_REDUCE && c.in_place && c.root != 0 && (size_t)c.count * extent > 2048) c.count = 2048 / (int)extent;
+    if (c.coll == C_REDUCE && c.in_place && c.root != 0 && (size_t)c.count * extent > 2048)
+        c.count = 2048 / (int)extent;
     c.counts = case_counts;
     for (int q = 0; q < t_size; q++) c.counts[q] = t_rand(seed) % 4 == 0 ? 0 : c.count + (int)(t_rand(seed) % 5);
     return c;
@@ -476,7 +478,8 @@ static void outstanding(uint64_t *seed, MPI_Comm comm, MPI_Comm dup, int round_n
         run_check(blocking, "beside pending requests");
         int how = (int)(t_rand(seed) % 3);
         complete_all(runs, n, how);
-        for (int i = 0; i < n; i++) run_check(&runs[i], how == 0 ? "Waitall reversed" : how == 1 ? "Testany" : "Waitsome");
+        const char *names[] = {"Waitall reversed", "Testany", "Waitsome"};
+        for (int i = 0; i < n; i++) run_check(&runs[i], names[how]);
     }
     for (int i = 0; i <= n; i++) {
         run_close(&runs[i]);

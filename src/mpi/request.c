@@ -48,7 +48,6 @@ static void unlink_live(nc_mpi_request *r)
     pthread_mutex_unlock(&live_lock);
 }
 
-
 /* Starts the progress thread on the first request when the settings ask for it. */
 static void start_progress_thread(const nc_config *cfg)
 {
@@ -155,8 +154,8 @@ static void release_detached(nc_mpi_request *r)
     destroy(r);
 }
 
-/* Freed requests whose operation the progress thread completed without the right to call
- * the host: released by the application's next completion call. */
+/* Freed requests whose operations the engine completed (never released inside its progress):
+ * delivered and released by nc_mpi_release_freed, from the application's next call. */
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *deferred;
 _Atomic int nc_mpi_freed_completed;

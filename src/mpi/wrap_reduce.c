@@ -410,23 +410,23 @@ typedef struct reduction_call {
 /* Decides who runs the reduction b describes and enters the call (state.h).  A request
  * describes it on its own duplicate of a derived type: the user may free theirs while the
  * operation is pending (the user's function then sees the duplicate). */
-NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *rc, nc_mpi_reduce_call *b,
-                           const nc_call_form_args *f)
+NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *judged, nc_mpi_reduce_call *b,
+                                   const nc_call_form_args *f)
 {
     nc_alg_id host = NC_ALG_COUNT;
-    if (rc->args_ok && !f->blocking) b->held_type = nc_mpi_hold_type(rc->type);
-    MPI_Datatype type = b->held_type != MPI_DATATYPE_NULL ? b->held_type : rc->type;
-    if (!rc->args_ok) host = NC_ALG_PMPI_ARGS;
+    if (judged->args_ok && !f->blocking) b->held_type = nc_mpi_hold_type(judged->type);
+    MPI_Datatype type = b->held_type != MPI_DATATYPE_NULL ? b->held_type : judged->type;
+    if (!judged->args_ok) host = NC_ALG_PMPI_ARGS;
     /* An element larger than a pipeline segment cannot be cut into fragments. */
-    else if (nc_mpi_describe_reduction(&b->rc, type, rc->op, &s->coll.cfg) ||
+    else if (nc_mpi_describe_reduction(&b->rc, type, judged->op, &s->coll.cfg) ||
              b->rc.red.elem_size > s->coll.node.layout.seg_size)
         host = NC_ALG_PMPI_TYPE;
-    nc_call_record call = {rc->coll, rc->root, call_op(rc->op), host,
-                           signature_bytes(s, type, b->count, rc->args_ok), 0};
+    nc_call_record call = {judged->coll, judged->root, call_op(judged->op), host,
+                           signature_bytes(s, type, b->count, judged->args_ok), 0};
     int err = nc_mpi_enter_form(s, comm, &call, f);
     if (err) return err;
     if (host == NC_ALG_COUNT) return RUN_NODECOLL;
-    nc_mpi_fallback(rc->coll, host);
+    nc_mpi_fallback(judged->coll, host);
     return RUN_HOST;
 }
 
@@ -490,7 +490,7 @@ static const nc_mpi_call_form reduce_form = {reduce_request_begin, reduce_reques
  * can be made: the host then serves the call), and in *b where the call keeps what it
  * needs: in the request, else in *stack_call. */
 NC_FORM_INLINE nc_mpi_request *reduction_request(nc_mpi_comm *s, MPI_Comm comm, const nc_call_form_args *f,
-                                         nc_mpi_reduce_call *stack_call, nc_mpi_reduce_call **b)
+                                                 nc_mpi_reduce_call *stack_call, nc_mpi_reduce_call **b)
 {
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &reduce_form, f->persistent);
     *b = r ? &r->call.reduce : stack_call;
@@ -513,15 +513,16 @@ static void set_operands(nc_mpi_reduce_call *b, const void *in, void *out, size_
 /* Runs the reduction (blocking) or issues its request r: RUN_HOST when the host must serve
  * the call, else an MPI error code (raised). */
 NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
-                     const reduction_call *rc, const nc_call_form_args *f)
+                             const reduction_call *judged, const nc_call_form_args *f)
 {
-    int err = enter_reduction(s, comm, rc, b, f);
+    int err = enter_reduction(s, comm, judged, b, f);
     if (err) {
         if (r) nc_mpi_request_discard(r);
         return err;
     }
     plan_layout_copies(b, s, r != NULL);
-    nc_args a = {.coll = rc->coll, .root = rc->root, .reduce = {b->in, b->out, b->count, b->counts, &b->rc.red}};
+    nc_args a = {.coll = judged->coll, .root = judged->root,
+                 .reduce = {b->in, b->out, b->count, b->counts, &b->rc.red}};
     size_t bytes = b->count * b->rc.red.elem_size;
     if (r) {
         hold_user_op(b);
@@ -545,7 +546,7 @@ static int host_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 }
 
 NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                       MPI_Comm comm, const nc_call_form_args *f)
+                               MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
     if (!s) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
@@ -556,9 +557,10 @@ NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MP
     const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = root >= 0 && root < s->coll.size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
              (!is_root || buffer_ok(recvbuf, count));
-    set_operands(b, in, is_root ? recvbuf : NULL, (size_t)count, (size_t)count); /* (recvbuf matters at the root only) */
-    reduction_call rc = {NC_COLL_REDUCE, root, ok, type, op};
-    int err = reduction(s, comm, r, b, &rc, f);
+    /* (recvbuf matters at the root only) */
+    set_operands(b, in, is_root ? recvbuf : NULL, (size_t)count, (size_t)count);
+    reduction_call judged = {NC_COLL_REDUCE, root, ok, type, op};
+    int err = reduction(s, comm, r, b, &judged, f);
     return err != RUN_HOST ? err : host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
 }
 
@@ -578,8 +580,8 @@ static int host_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     return NC_HOST_FORM(f, Allreduce, Iallreduce, sendbuf, recvbuf, count, type, op, comm);
 }
 
-NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                          const nc_call_form_args *f)
+NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
     if (!s) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
@@ -589,8 +591,8 @@ NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count,
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
     set_operands(b, in, recvbuf, (size_t)count, (size_t)count);
-    reduction_call rc = {NC_COLL_ALLREDUCE, -1, ok, type, op};
-    int err = reduction(s, comm, r, b, &rc, f);
+    reduction_call judged = {NC_COLL_ALLREDUCE, -1, ok, type, op};
+    int err = reduction(s, comm, r, b, &judged, f);
     return err != RUN_HOST ? err : host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
 }
 
@@ -615,7 +617,7 @@ static int reduce_scatter_counts(int block, const int *counts, int count, int si
 /* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL).  The
  * counts array is the communicator's for a blocking call, the request's own otherwise. */
 NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
-                          MPI_Datatype type, MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
+                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
     if (!s) return RUN_HOST;
@@ -628,12 +630,12 @@ NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *re
                                    sendbuf, recvbuf, b->counts, &total);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     set_operands(b, in, recvbuf, total, ok ? b->counts[s->coll.rank] : 0);
-    reduction_call rc = {coll, -1, ok, type, op};
-    return reduction(s, comm, r, b, &rc, f);
+    reduction_call judged = {coll, -1, ok, type, op};
+    return reduction(s, comm, r, b, &judged, f);
 }
 
 NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
-                               MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
+                                       MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
     if (err != RUN_HOST) return err;
@@ -644,8 +646,8 @@ NC_CALL_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call,
               (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm),
               (sendbuf, recvbuf, recvcounts, type, op, comm))
 
-NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                                     MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                                             MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
     if (err != RUN_HOST) return err;
@@ -656,7 +658,7 @@ NC_CALL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_
               NC_VECTOR_ARGS)
 
 NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                MPI_Comm comm, const nc_call_form_args *f)
+                        MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
     if (!s) return RUN_HOST;
@@ -668,12 +670,12 @@ NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int
     int receives = coll != NC_COLL_EXSCAN || s->coll.rank != 0;
     int ok = count >= 0 && buffer_ok(in, count) && (!receives || buffer_ok(recvbuf, count));
     set_operands(b, in, receives ? recvbuf : NULL, (size_t)count, (size_t)count);
-    reduction_call rc = {coll, -1, ok, type, op};
-    return reduction(s, comm, r, b, &rc, f);
+    reduction_call judged = {coll, -1, ok, type, op};
+    return reduction(s, comm, r, b, &judged, f);
 }
 
 NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                     const nc_call_form_args *f)
+                             const nc_call_form_args *f)
 {
     int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
     return err != RUN_HOST ? err : NC_HOST_FORM(f, Scan, Iscan, sendbuf, recvbuf, count, type, op, comm);
@@ -681,8 +683,8 @@ NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_
 
 NC_CALL_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
-NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                       const nc_call_form_args *f)
+NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                               MPI_Comm comm, const nc_call_form_args *f)
 {
     int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
     return err != RUN_HOST ? err : NC_HOST_FORM(f, Exscan, Iexscan, sendbuf, recvbuf, count, type, op, comm);
