@@ -76,10 +76,8 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
 
 /* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
  * entry points of collective Name, from its parameter list and its arguments (both
- * parenthesised): each calls `fn(args..., form)`.  Declare fn NC_CALL_FORM_ADAPTER: inlined
- * into each entry point, where the form is a constant, the blocking call pays nothing for
- * the other forms (0.005-0.01 us of an 8-byte Bcast when it did). */
-#define NC_CALL_FORM_ADAPTER static inline __attribute__((always_inline))
+ * parenthesised): each calls `fn(args..., form)`, declared NC_FORM_INLINE (an out-of-line
+ * adapter cost an 8-byte Bcast 0.005-0.01 us). */
 #define NC_UNPAREN(...) __VA_ARGS__
 #define NC_CALL_FORMS(Name, IName, fn, params, args)                                                 \
     __attribute__((visibility("default"))) int MPI_##Name(NC_UNPAREN params)                          \

@@ -24,7 +24,7 @@ static int nc_host_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_
     return NC_HOST_FORM(f, Bcast, Ibcast, buf, count, type, root, comm);
 }
 
-NC_CALL_FORM_ADAPTER int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BARRIER, f);
     if (!s) return nc_host_barrier(comm, f);
@@ -86,7 +86,7 @@ static void bcast_request_release(nc_mpi_request *r)
 }
 static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
 
-NC_CALL_FORM_ADAPTER int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BCAST, f);
     if (!s) return nc_host_bcast(buf, count, type, root, comm, f);
