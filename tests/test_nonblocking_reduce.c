@@ -102,10 +102,28 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
     }
 }
 
+/* The derived types the calls were given: MPI hands a user function that very handle (a
+ * function serving several types compares it), valid even once the user freed it while the
+ * operation was pending. */
+static MPI_Datatype given_types[64];
+static int given_count, foreign_handles;
+static MPI_Datatype given(MPI_Datatype type)
+{
+    if (given_count < 64) given_types[given_count++] = type;
+    return type;
+}
+static void check_given(MPI_Datatype type)
+{
+    for (int i = 0; i < given_count; i++)
+        if (given_types[i] == type) return;
+    foreign_handles++;
+}
+
 /* inout = in o inout (composition, not commutative).  The layout comes from the datatype
  * handle, which must be valid while the user's handle may be freed. */
 static void user_affine(void *in, void *inout, int *len, MPI_Datatype *type)
 {
+    check_given(*type);
     MPI_Aint lb, extent;
     MPI_Type_get_extent(*type, &lb, &extent);
     size_t b_at = (size_t)extent / 2;
@@ -133,7 +151,7 @@ static MPI_Datatype make_gapped_type(void)
     MPI_Type_create_resized(vector, 0, 4 * sizeof(int), &gapped);
     MPI_Type_free(&vector);
     MPI_Type_commit(&gapped);
-    return gapped;
+    return given(gapped);
 }
 
 enum { K_AFFINE_GAPPED = 9, KINDS = 10 };
@@ -145,6 +163,7 @@ static void make_kinds(void)
     MPI_Op_create(user_affine, 0, &affine_op);
     MPI_Type_contiguous(2, MPI_INT, &pair_type);
     MPI_Type_commit(&pair_type);
+    given(pair_type);
     gapped_type = make_gapped_type();
     kind all[KINDS] = {
         {"int sum", MPI_INT, MPI_SUM, sizeof(int), sizeof(int), gen_int},
@@ -565,6 +584,7 @@ int main(int argc, char **argv)
             T_CHECK(host == 0, "%llu %s calls went to the host", (unsigned long long)host, coll_names[i]);
             T_CHECK(nodecoll_stat_calls(coll_names[i], "*") > all_before[i], "nodecoll served no %s", coll_names[i]);
         }
+    T_CHECK(!foreign_handles, "a user function was given %d datatype handles the calls were not given", foreign_handles);
     free(single_counts);
     MPI_Op_free(&sum_op);
     MPI_Op_free(&affine_op);

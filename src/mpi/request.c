@@ -543,18 +543,69 @@ NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, i
     return err;
 }
 
+/* Derived types a request uses: MPI lets the user free one while the operation is pending
+ * (and after a persistent init), and the host keeps such a type alive, under the same
+ * handle, for as long as the operation needs it; a user op's function is given that handle
+ * and may compare or query it.  nodecoll does the same: MPI_Type_free of a held type only
+ * marks it, and the last release frees it.  (A duplicate would be another handle.) */
+typedef struct held_type {
+    MPI_Datatype type;
+    int holds, freed;
+    struct held_type *next;
+} held_type;
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static held_type *held_types;
+static _Atomic int holds_total; /* (MPI_Type_free looks only when some are held) */
+
+static held_type **find_held(MPI_Datatype type)
+{
+    held_type **at = &held_types;
+    while (*at && (*at)->type != type) at = &(*at)->next;
+    return at;
+}
+
 MPI_Datatype nc_mpi_hold_type(MPI_Datatype type)
 {
     int integers, addresses, types, combiner;
-    MPI_Datatype held = MPI_DATATYPE_NULL;
     if (type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS ||
         combiner == MPI_COMBINER_NAMED)
         return MPI_DATATYPE_NULL;
-    if (PMPI_Type_dup(type, &held) != MPI_SUCCESS) return MPI_DATATYPE_NULL;
-    return held;
+    pthread_mutex_lock(&held_lock);
+    held_type **at = find_held(type);
+    if (!*at && (*at = calloc(1, sizeof **at))) (*at)->type = type;
+    if (*at) {
+        (*at)->holds++;
+        atomic_fetch_add_explicit(&holds_total, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&held_lock);
+    return *at ? type : MPI_DATATYPE_NULL;
 }
 
 void nc_mpi_release_type(MPI_Datatype *held)
 {
-    if (*held != MPI_DATATYPE_NULL) PMPI_Type_free(held);
+    if (*held == MPI_DATATYPE_NULL) return;
+    pthread_mutex_lock(&held_lock);
+    held_type **at = find_held(*held), *h = *at;
+    if (h && --h->holds == 0) {
+        *at = h->next;
+        if (h->freed) PMPI_Type_free(&h->type);
+        free(h);
+    }
+    if (h) atomic_fetch_sub_explicit(&holds_total, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&held_lock);
+    *held = MPI_DATATYPE_NULL;
+}
+
+int nc_mpi_type_free_deferred(MPI_Datatype *type)
+{
+    if (!atomic_load_explicit(&holds_total, memory_order_relaxed) || !type) return 0;
+    pthread_mutex_lock(&held_lock);
+    held_type *h = *find_held(*type);
+    int marked = h && !h->freed;
+    if (marked) {
+        h->freed = 1;
+        *type = MPI_DATATYPE_NULL;
+    }
+    pthread_mutex_unlock(&held_lock);
+    return marked;
 }

@@ -114,7 +114,7 @@ typedef struct nc_mpi_bcast_call {
     nc_data data;
     nc_dt_cursor cursor;
     int is_root;
-    MPI_Datatype held_type; /* a request's own duplicate of a derived type, or MPI_DATATYPE_NULL */
+    MPI_Datatype held_type; /* a derived type the request holds (nc_mpi_hold_type), or MPI_DATATYPE_NULL */
 } nc_mpi_bcast_call;
 
 /* A reduction (Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan).  A blocking call
@@ -131,15 +131,19 @@ typedef struct nc_mpi_reduce_call {
     size_t out_count;    /* elements of the result here */
     size_t *counts;      /* Reduce_scatter: elements per rank */
     char *copies;        /* the layout copies, or NULL */
-    MPI_Datatype held_type; /* a request's own duplicate of a derived type, or MPI_DATATYPE_NULL */
+    MPI_Datatype held_type; /* a derived type the request holds (nc_mpi_hold_type), or MPI_DATATYPE_NULL */
     MPI_Op held_op;      /* a request's own handle of a user op for the host's steps, or MPI_OP_NULL */
 } nc_mpi_reduce_call;
 
-/* A duplicate of a derived datatype for a request to use while the user may free theirs
- * (MPI_DATATYPE_NULL for a predefined or invalid type: nothing to hold); released with
- * nc_mpi_release_type. */
+/* Holds a derived datatype for a request, which may outlive the user's MPI_Type_free of it
+ * (the host's free then waits for the last release, as the host does for its own pending
+ * operations): the same handle, or MPI_DATATYPE_NULL for a predefined or invalid type
+ * (nothing to hold).  Released with nc_mpi_release_type. */
 MPI_Datatype nc_mpi_hold_type(MPI_Datatype type);
 void nc_mpi_release_type(MPI_Datatype *held);
+/* MPI_Type_free of a held type: marks it (the last release frees it), sets *type to
+ * MPI_DATATYPE_NULL and returns 1; 0 when the host must free it now. */
+int nc_mpi_type_free_deferred(MPI_Datatype *type);
 
 struct nc_mpi_request {
     nc_op op;

@@ -407,9 +407,9 @@ typedef struct reduction_call {
     MPI_Op op;
 } reduction_call;
 
-/* Decides who runs the reduction b describes and enters the call (state.h).  A request
- * describes it on its own duplicate of a derived type: the user may free theirs while the
- * operation is pending (the user's function then sees the duplicate). */
+/* Decides who runs the reduction b describes and enters the call (state.h).  A request holds
+ * a derived type (the user may free it while the operation is pending): a user function
+ * gets the handle the call was given, valid until the request goes, as MPI says. */
 NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *judged, nc_mpi_reduce_call *b,
                                    const nc_call_form_args *f)
 {

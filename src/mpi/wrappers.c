@@ -75,8 +75,8 @@ static void bcast_release(nc_mpi_bcast_call *b, MPI_Comm comm)
 }
 
 /* A request's packing uses MPI_COMM_SELF (the user's communicator may be freed while the
- * request lives; packing on one machine does not depend on it), and its own duplicate of a
- * derived datatype (MPI lets the user free the type while the operation is pending). */
+ * request lives; packing on one machine does not depend on it), and holds a derived
+ * datatype (MPI lets the user free the type while the operation is pending). */
 static void bcast_request_begin(nc_mpi_request *r) { bcast_begin(&r->call.bcast, MPI_COMM_SELF); }
 static int bcast_request_deliver(nc_mpi_request *r) { return bcast_deliver(&r->call.bcast, MPI_COMM_SELF); }
 static void bcast_request_release(nc_mpi_request *r)
@@ -121,6 +121,11 @@ NC_FORM_INLINE int bcast_call(void *buf, int count, MPI_Datatype type, int root,
 NC_CALL_FORMS(Bcast, Ibcast, bcast_call, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm),
               (buf, count, type, root, comm))
 
+NC_EXPORT int MPI_Type_free(MPI_Datatype *type)
+{
+    return nc_mpi_type_free_deferred(type) ? MPI_SUCCESS : PMPI_Type_free(type);
+}
+
 NC_EXPORT int MPI_Type_commit(MPI_Datatype *type)
 {
     int err = PMPI_Type_commit(type);
@@ -138,8 +143,8 @@ NC_EXPORT int MPI_Finalize(void)
         nodecoll_stat_print(stderr, prefix);
     }
     nc_engine_progress_thread_stop();
-    nc_mpi_release_freed();
-    nc_mpi_release_all();
+    nc_mpi_release_all(); /* (drains every communicator: the operations of freed requests complete) */
+    nc_mpi_release_freed(); /* (and deliver, as they would at the application's next call) */
     nc_datatype_release_keyval();
     return PMPI_Finalize();
 }

@@ -26,9 +26,12 @@ int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64
     return 1;
 }
 
+/* (Without a division for a message of one fragment: a 64-bit division costs a small
+ * Bcast more than the rest of its arithmetic.) */
 uint64_t nc_bcast_ring_frags(const nc_node *n, size_t bytes)
 {
-    return (bytes + n->layout.seg_size - 1) / n->layout.seg_size;
+    size_t seg = n->layout.seg_size;
+    return bytes <= seg ? 1 : (bytes + seg - 1) / seg;
 }
 
 void nc_bcast_ring_setup(nc_bcast_ring *st, const nc_bcast_call *call, const nc_bcast_tree *tree, nc_frag_place place,
@@ -48,7 +51,7 @@ void nc_bcast_ring_setup(nc_bcast_ring *st, const nc_bcast_call *call, const nc_
 static uint64_t frags_per_step(const nc_node *n, const nc_data *l, nc_frag_place place, uint64_t g, uint64_t left)
 {
     uint64_t nseg = (uint64_t)n->layout.nseg, k = nc_data_is_bytes(l) || place.in_flag ? 1 : nseg / 2;
-    if (k > nseg - g % nseg) k = nseg - g % nseg; /* (nseg >= 2, so k >= 1) */
+    if (k > 1 && k > nseg - g % nseg) k = nseg - g % nseg; /* (nseg >= 2, so k >= 1; no division for one) */
     return k < left ? k : left;
 }
 
