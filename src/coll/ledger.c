@@ -29,16 +29,8 @@ static int tree_children_consumed(nc_op *op, nc_node *n, int root, int radix, ui
     return 1;
 }
 
-int nc_slot_free(nc_op *op, nc_node *n, nc_frag_place p, uint64_t g)
+int nc_slot_readers_done(nc_op *op, nc_node *n, const nc_slot_use *use)
 {
-    const nc_slot_use *use = nc_frag_use(n, p, g);
-    if (!use->frag_end) return 1;
     if (use->any_reader) return nc_all_consumed(op, n, use->frag_end);
     return tree_children_consumed(op, n, use->root, use->radix, use->frag_end);
-}
-
-char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix)
-{
-    *nc_frag_use(n, p, g) = (nc_slot_use){g + 1, root, radix, radix == 0};
-    return nc_frag_data(n, p, n->rank, g);
 }

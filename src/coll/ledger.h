@@ -33,11 +33,21 @@ struct nc_op;
  * taken: the children of a Bcast tree, or any rank of the node (reductions). */
 
 /* For `ready` expressions (engine.h): whether my slot for fragment g may be refilled; else
- * op->wait names the reader not done yet. */
-int nc_slot_free(struct nc_op *op, nc_node *n, nc_frag_place p, uint64_t g);
+ * op->wait names the reader not done yet.  (Inline up to the readers' check: every small
+ * Bcast and reduction asks.) */
+int nc_slot_readers_done(struct nc_op *op, nc_node *n, const nc_slot_use *use);
+static inline int nc_slot_free(struct nc_op *op, nc_node *n, nc_frag_place p, uint64_t g)
+{
+    const nc_slot_use *use = nc_frag_use(n, p, g);
+    return !use->frag_end || nc_slot_readers_done(op, n, use);
+}
 /* Takes my (free) slot for fragment g: its readers will be the children of the Bcast tree of
  * node rank `root` and `radix`, or any rank when radix is 0.  Its data area. */
-char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix);
+static inline char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix)
+{
+    *nc_frag_use(n, p, g) = (nc_slot_use){g + 1, root, radix, radix == 0};
+    return nc_frag_data(n, p, n->rank, g);
+}
 
 /* For `ready` expressions: whether node rank `rank` has consumed every fragment below
  * frag_end (its `cons`; the last value seen is remembered, so the remote line is read again
