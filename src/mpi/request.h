@@ -43,6 +43,32 @@ typedef struct nc_call_form_args {
 } nc_call_form_args;
 static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL, 1};
 
+/* The state for a call of form f, or NULL: the host serves it (a nonblocking call on a
+ * communicator not yet set up, or without a request to return: the host reports that). */
+static inline nc_mpi_comm *nc_mpi_state_for_form(MPI_Comm comm, nc_coll_id coll, const nc_call_form_args *f)
+{
+    if (f->blocking) return nc_mpi_state(comm, coll);
+    return f->request ? nc_mpi_state_if_set_up(comm, coll) : NULL;
+}
+
+/* nc_mpi_enter for a call of form f: only a blocking call waits for the communicator's
+ * pending operations. */
+static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call, const nc_call_form_args *f)
+{
+    return f->blocking ? nc_mpi_enter(s, comm, call) : nc_mpi_enter_nonblocking(s, comm, call);
+}
+
+/* The host's own form of a call nodecoll leaves to it, by f: PMPI_<Name>(args...),
+ * PMPI_<IName>(args..., request) or the host's persistent init (args..., info, request). */
+#ifdef NC_PERSISTENT_COLLECTIVES
+#define NC_HOST_PERSISTENT(f, Name, ...) (f)->persistent ? NC_HOST_INIT(Name)(__VA_ARGS__, (f)->info, (f)->request) :
+#else
+#define NC_HOST_PERSISTENT(f, Name, ...)
+#endif
+#define NC_HOST_FORM(f, Name, IName, ...)                                                              \
+    ((f)->blocking ? PMPI_##Name(__VA_ARGS__)                                                          \
+                   : NC_HOST_PERSISTENT(f, Name, __VA_ARGS__) PMPI_##IName(__VA_ARGS__, (f)->request))
+
 /* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
  * entry points of collective Name, from its parameter list and its arguments (both
  * parenthesised): each calls `fn(args..., form)`. */

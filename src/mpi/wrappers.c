@@ -14,21 +14,6 @@
 
 static const nc_mpi_call_form no_delivery = {NULL, NULL, NULL};
 
-/* The host's form of a call nodecoll leaves to it: blocking (no request), nonblocking or
- * persistent. */
-/* The state for a call of form f, or NULL: the host serves it (a nonblocking call on a
- * communicator not yet set up, or without a request to return: the host reports that). */
-static nc_mpi_comm *state_for(MPI_Comm comm, nc_coll_id coll, const nc_call_form_args *f)
-{
-    if (f->blocking) return nc_mpi_state(comm, coll);
-    return f->request ? nc_mpi_state_if_set_up(comm, coll) : NULL;
-}
-
-static int enter(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call, const nc_call_form_args *f)
-{
-    return f->blocking ? nc_mpi_enter(s, comm, call) : nc_mpi_enter_nonblocking(s, comm, call);
-}
-
 static int nc_host_barrier(MPI_Comm comm, const nc_call_form_args *f)
 {
     if (f->blocking) return PMPI_Barrier(comm);
@@ -49,10 +34,10 @@ static int nc_host_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_
 
 static int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
-    nc_mpi_comm *s = state_for(comm, NC_COLL_BARRIER, f);
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BARRIER, f);
     if (!s) return nc_host_barrier(comm, f);
     nc_call_record call = {NC_COLL_BARRIER, NC_CALL_NONE, NC_CALL_NONE, NC_ALG_COUNT, 0, 0};
-    int err = enter(s, comm, &call, f);
+    int err = nc_mpi_enter_form(s, comm, &call, f);
     if (err) return err;
     if (f->blocking) return nc_mpi_raise(comm, nc_barrier(&s->coll));
     nc_mpi_request *r = nc_mpi_request_new(s, comm, &no_delivery, f->persistent);
@@ -111,7 +96,7 @@ static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_d
 
 static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
 {
-    nc_mpi_comm *s = state_for(comm, NC_COLL_BCAST, f);
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BCAST, f);
     if (!s) return nc_host_bcast(buf, count, type, root, comm, f);
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &bcast_form, f->persistent);
     if (!f->blocking && !r) return nc_host_bcast(buf, count, type, root, comm, f);
@@ -121,7 +106,7 @@ static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Com
     b->held_type = held;
     nc_call_record call = {NC_COLL_BCAST, root, NC_CALL_NONE, bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT,
                            bad ? NC_CALL_ANY_BYTES : b->buffer.bytes, 0};
-    int err = enter(s, comm, &call, f);
+    int err = nc_mpi_enter_form(s, comm, &call, f);
     if (err || bad) {
         if (r) nc_mpi_request_discard(r);
         else bcast_release(b, comm);
