@@ -12,6 +12,18 @@
 
 #include "nodecoll.h"
 
+/* Persistent collectives: MPI-4's MPI_<Coll>_init (MPICH 4), or Open MPI 4.1's MPIX_ forms
+ * (mpi-ext.h); T_PERSISTENT where there are any. */
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#define T_INIT(Name) MPIX_##Name##_init
+#else
+#define T_INIT(Name) MPI_##Name##_init
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) || MPI_VERSION >= 4
+#define T_PERSISTENT 1
+#endif
+
 static int t_rank, t_size, t_failures;
 
 static inline void t_init(int *argc, char ***argv)

@@ -24,6 +24,21 @@ nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 2 3 4 ENVS
   "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2"
   "progress:NODECOLL_PROGRESS_THREAD=1,NODECOLL_BCAST_ALG=shm,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2" LABELS quick)
 nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 5 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)
+# Nonblocking and persistent reductions against the host's blocking calls.
+nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c NP 1 LABELS quick)
+nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c NP 2 3 4 ENVS ${NODECOLL_COLL_ENVS}
+  LABELS quick)
+nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c NP 5 ENVS ${NODECOLL_WIDE_ENVS}
+  LABELS quick)
+# The reduction algorithms the settings above leave to the registry, the progress thread and
+# a soft limit of one pending operation.
+nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c NP 3 4 ENVS
+  "reducetree:NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+  "reduceshm:NODECOLL_CMA=off,NODECOLL_SEGMENT_SIZE=4K"
+  "rd:NODECOLL_REDUCE_ALG=recursive_doubling,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+  "repro:NODECOLL_REPRODUCIBLE=1"
+  "progress:NODECOLL_PROGRESS_THREAD=1,NODECOLL_RANKS_PER_NODE=2"
+  "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2" LABELS quick)
 # MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for an empty array of
 # statuses: its stringop-overflow warning is wrong there.
 if(NODECOLL_MPI STREQUAL "mpich")

@@ -1,4 +1,5 @@
-/* The engine without MPI: threads play the ranks of one node over a segment in ordinary
+/* The engine without MPI: the fragment allocator's slot rules (ledger.h) on one thread, then
+ * threads that play the ranks of one node over a segment in ordinary
  * memory, and run the registered Barrier and Bcast algorithms through the engine as blocking
  * calls and as nonblocking operations (several in flight, completed in random order), on a
  * ring small enough that every slot is reused many times.  Checks the registry's choices,
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "coll/algorithms.h"
+#include "coll/ledger.h"
 #include "coll/registry.h"
 #include "core/config.h"
 #include "core/segment.h"
@@ -208,6 +210,54 @@ static void check_registry(void)
     free(w.base);
 }
 
+/* Rank `r` of the node has consumed every fragment below frag_end. */
+static void consume(nc_node *n, int r, uint64_t frag_end) { nc_flag_post(&nc_node_ctl(n, r)->cons, frag_end); }
+
+/* The fragment allocator alone: numbers are taken in order, and a slot is free again only
+ * when the readers recorded for its last fragment (a Bcast tree's children, or every rank)
+ * have consumed it, whoever else has; a blocked check names the flag and value it needs. */
+static void check_ledger(void)
+{
+    node_world w = {.size = 5};
+    nc_comm c;
+    w.layout = nc_layout_make(5, 4096, 2, 0);
+    w.base = calloc(1, w.layout.total);
+    make_comm(&c, &w, 1);
+    nc_node *n = &c.node;
+    nc_op op = {.c = &c};
+    nc_frag_place ring = {0, 0}, inline_place = nc_frag_place_aligned(8);
+    CHECK(nc_take_frags(n, 3) == 0 && nc_take_frags(n, 2) == 3 && n->frag == 5, "fragments numbered in order");
+    CHECK(nc_take_sync(n) == 1 && nc_take_sync(n) == 2, "barrier numbers in order");
+    CHECK(nc_take_round(n) == 1, "data-movement rounds from 1");
+    CHECK(nc_slot_free(&op, n, ring, 0), "a slot never filled is free");
+    /* Rank 1 in the radix-2 tree of root 1 over 5 ranks (vranks 0..4): children vranks 1, 2 = ranks 2, 3. */
+    CHECK(nc_slot_take(n, ring, 0, 1, 2) == nc_frag_data(n, ring, 1, 0), "a taken slot is my ring segment");
+    uint64_t reuse = (uint64_t)w.layout.nseg; /* the next fragment in the same segment */
+    consume(n, 4, 1);
+    consume(n, 0, 1);
+    CHECK(!nc_slot_free(&op, n, ring, reuse), "not free before the tree's children consumed it");
+    CHECK(op.wait.flag == &nc_node_ctl(n, 2)->cons && op.wait.value == 1, "waits for the first child's cons at 1");
+    consume(n, 2, 1);
+    CHECK(!nc_slot_free(&op, n, ring, reuse) && op.wait.flag == &nc_node_ctl(n, 3)->cons, "then for the second child");
+    consume(n, 3, 1);
+    CHECK(nc_slot_free(&op, n, ring, reuse), "free once both children consumed it, whatever the others did");
+    CHECK(n->cons_seen[3] == 1, "the last value seen is remembered");
+    /* Any reader (reductions): every other rank must have consumed it. */
+    nc_slot_take(n, inline_place, 7, 0, 0);
+    for (int r = 0; r < 5; r++)
+        if (r != 1) consume(n, r, r == 4 ? 7 : 8);
+    CHECK(!nc_slot_free(&op, n, inline_place, 7 + NC_INLINE_SLOTS) && op.wait.flag == &nc_node_ctl(n, 4)->cons &&
+              op.wait.value == 8,
+          "an any-reader slot waits for the one rank behind");
+    consume(n, 4, 8);
+    CHECK(nc_slot_free(&op, n, inline_place, 7 + NC_INLINE_SLOTS), "an any-reader slot is free once all consumed it");
+    CHECK(nc_slot_free(&op, n, inline_place, 8), "another inline slot is untouched");
+    free(n->slot_use);
+    free(n->cons_seen);
+    free(n->pids);
+    free(w.base);
+}
+
 int main(int argc, char **argv)
 {
     node_world w = {.size = argc > 1 ? atoi(argv[1]) : 4,
@@ -216,6 +266,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 64; i++) identity[i] = i;
     if (w.size < 1 || w.size > 64) return 2;
     check_registry();
+    check_ledger();
     /* Two ring segments of 4 KiB: a 40000-byte Bcast wraps the ring five times. */
     w.layout = nc_layout_make(w.size, 4096, 2, 0);
     w.base = aligned_alloc(4096, (w.layout.total + 4095) & ~(size_t)4095);

@@ -13,20 +13,6 @@
 /* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for a too-small array. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) || MPI_VERSION >= 4
-#define T_PERSISTENT 1
-#endif
-#if defined(OPEN_MPI) && OPEN_MPI
-#define T_BCAST_INIT MPIX_Bcast_init
-#define T_BARRIER_INIT MPIX_Barrier_init
-#else
-#define T_BCAST_INIT MPI_Bcast_init
-#define T_BARRIER_INIT MPI_Barrier_init
-#endif
-
 enum { MAX_COUNT = 70000 };
 
 typedef struct bcast_case {
@@ -384,8 +370,8 @@ static void persistent(uint64_t *seed, MPI_Comm comm)
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     int out = 0, in = -1;
-    T_BCAST_INIT(buf, c.count, c.type, c.root, comm, MPI_INFO_NULL, bcast);
-    T_BARRIER_INIT(comm, MPI_INFO_NULL, barrier);
+    T_INIT(Bcast)(buf, c.count, c.type, c.root, comm, MPI_INFO_NULL, bcast);
+    T_INIT(Barrier)(comm, MPI_INFO_NULL, barrier);
     MPI_Send_init(&out, 1, MPI_INT, (rank + 1) % size, 79, comm, &reqs[2]);
     MPI_Recv_init(&in, 1, MPI_INT, (rank + size - 1) % size, 79, comm, &reqs[3]);
     /* An inactive persistent collective completes at once, with an empty status (where
@@ -424,7 +410,7 @@ static void host_persistent_after_ours(void)
 {
     int x = t_rank + 1;
     MPI_Request req;
-    T_BCAST_INIT(&x, 1, MPI_INT, 0, MPI_COMM_SELF, MPI_INFO_NULL, &req);
+    T_INIT(Bcast)(&x, 1, MPI_INT, 0, MPI_COMM_SELF, MPI_INFO_NULL, &req);
     for (int i = 0; i < 3; i++) {
         MPI_Start(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);

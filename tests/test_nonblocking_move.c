@@ -19,16 +19,6 @@
 /* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for a too-small array. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#define T_INIT(Name) MPIX_##Name##_init
-#else
-#define T_INIT(Name) MPI_##Name##_init
-#endif
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) || MPI_VERSION >= 4
-#define T_PERSISTENT 1
-#endif
-
 #define MAXP 16
 enum { LARGE = 12000 }; /* elements: past the move slot, read single-copy */
 

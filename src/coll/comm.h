@@ -149,15 +149,6 @@ int nc_barrier(nc_comm *c);
 /* Bcast of `bytes` packed bytes, each rank's laid out as its nc_data says. */
 int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
 
-/* Reductions on `count` elements of r->elem_size bytes.  send == recv means in place (for
- * Reduce_scatter: the whole input is in recv and my block's result goes to its start).
- * root < 0 makes nc_reduce an Allreduce; counts[] of nc_reduce_scatter are per rank and
- * `coll` says which of the two Reduce_scatter calls it serves (for the counters). */
-int nc_reduce(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int root);
-int nc_reduce_scatter(nc_comm *c, nc_coll_id coll, const void *send, void *recv, const size_t *counts,
-                      const nc_reduction *r);
-int nc_scan(nc_comm *c, const void *send, void *recv, size_t count, const nc_reduction *r, int exclusive);
-
 /* MPI_IN_PLACE for the send buffer of Gather and Allgather: the rank's own block is already
  * where it belongs in the receive vector.  Never NULL: a rank with nothing to send may pass
  * a null buffer, and that must not read as "in place". */

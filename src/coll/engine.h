@@ -43,7 +43,8 @@ typedef struct nc_args {
         struct { nc_data *data; size_t bytes; } bcast; /* the root's data, or where it goes */
         struct { /* Reduce, Allreduce (root -1), Reduce_scatter(_block), Scan, Exscan */
             const void *send;
-            void *recv;              /* send == recv: in place */
+            void *recv;              /* send == recv: in place (Reduce_scatter: the whole input
+                                      * is in recv, my block's result goes to its start) */
             size_t count;            /* elements (Reduce_scatter: the whole input) */
             const size_t *counts;    /* Reduce_scatter: elements per rank */
             const nc_reduction *red;

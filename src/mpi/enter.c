@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "request.h"
 #include "state.h"
 #include "../coll/engine.h"
 
@@ -53,6 +54,7 @@ int nc_mpi_enter(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call)
     /* A blocking call runs after the communicator's pending operations, whatever path it
      * takes (they hold the node's numbers, slots and bridge in call order). */
     nc_comm_drain(&s->coll);
+    nc_mpi_release_freed(); /* (the results of those the user freed are due now) */
     return nc_mpi_enter_nonblocking(s, comm, call);
 }
 

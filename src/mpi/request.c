@@ -48,8 +48,6 @@ static void unlink_live(nc_mpi_request *r)
     pthread_mutex_unlock(&live_lock);
 }
 
-static void release_deferred(void);
-
 /* Starts the progress thread on the first request when the settings ask for it. */
 static void start_progress_thread(const nc_config *cfg)
 {
@@ -94,7 +92,7 @@ static void give_back_handle(MPI_Request h)
 
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
-    release_deferred();
+    nc_mpi_release_freed();
     start_progress_thread(&s->coll.cfg);
     nc_mpi_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -156,19 +154,18 @@ static void release_detached(nc_mpi_request *r)
     destroy(r);
 }
 
-/* Freed requests whose operation the progress thread completed without the right to call
- * the host: released by the application's next completion call. */
+/* Freed requests whose operations the engine completed (never released inside its progress):
+ * delivered and released by nc_mpi_release_freed, from the application's next call. */
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *deferred;
-static _Atomic int deferred_count;
+_Atomic int nc_mpi_freed_completed;
 
-static void release_deferred(void)
+void nc_mpi_release_freed_completed(void)
 {
-    if (!atomic_load_explicit(&deferred_count, memory_order_acquire)) return;
     pthread_mutex_lock(&deferred_lock);
     nc_mpi_request *list = deferred;
     deferred = NULL;
-    atomic_store_explicit(&deferred_count, 0, memory_order_release);
+    atomic_store_explicit(&nc_mpi_freed_completed, 0, memory_order_release);
     pthread_mutex_unlock(&deferred_lock);
     while (list) {
         nc_mpi_request *next = list->next_deferred;
@@ -187,7 +184,7 @@ static void operation_finished(nc_op *op)
     pthread_mutex_lock(&deferred_lock);
     r->next_deferred = deferred;
     deferred = r;
-    atomic_fetch_add_explicit(&deferred_count, 1, memory_order_release);
+    atomic_fetch_add_explicit(&nc_mpi_freed_completed, 1, memory_order_release);
     pthread_mutex_unlock(&deferred_lock);
 }
 
@@ -225,6 +222,7 @@ static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
         destroy(r);
         *user = MPI_REQUEST_NULL;
     }
+    nc_mpi_release_freed(); /* (earlier operations, freed by the user, completed before r's) */
     return err ? nc_mpi_raise(comm, err) : MPI_SUCCESS;
 }
 
@@ -232,7 +230,7 @@ static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
 
 void nc_mpi_idle(void)
 {
-    release_deferred();
+    nc_mpi_release_freed();
     if (!nc_engine_progress()) sched_yield();
 }
 
@@ -243,20 +241,18 @@ static nc_mpi_request *active_request(MPI_Request h)
     return r && r->active ? r : NULL;
 }
 
-/* Before a host test: nodecoll's operations progress in every completion call, as the
- * host's own would. */
-void nc_mpi_requests_finalize(void) { release_deferred(); }
-
 void nc_mpi_idle_once(void)
 {
     nc_engine_progress();
-    release_deferred();
+    nc_mpi_release_freed();
 }
 
+/* Before a host test: nodecoll's operations progress in every completion call, as the
+ * host's own would. */
 static void progress_pending(void)
 {
     if (nc_engine_outstanding()) nc_engine_progress();
-    release_deferred();
+    nc_mpi_release_freed();
 }
 
 NC_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)

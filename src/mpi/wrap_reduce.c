@@ -19,6 +19,7 @@
 
 #include "datatype.h"
 #include "dtype_decode.h"
+#include "request.h"
 #include "state.h"
 #include "../core/fatal.h"
 
@@ -377,7 +378,7 @@ void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, s
     rc->red = (nc_reduction){host_reduce_local, &rc->host, extent, commutative, &rc->host};
 }
 
-/* ---- the entry points ----------------------------------------------------------------- */
+/* ---- the entry points: one adapter per collective serves every call form -------------- */
 
 /* What enter_reduction decided. */
 enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
@@ -397,95 +398,205 @@ static int32_t call_op(MPI_Op op)
     return id != NC_OP_COUNT ? (int32_t)id : op == MPI_OP_NULL ? NC_CALL_NONE : NC_CALL_USER_OP;
 }
 
-/* Decides who runs a reduction of `count` elements and enters the call (state.h). */
-static int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int args_ok, int root, size_t count,
-                           nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op)
+/* A reduction call as this rank judged its arguments. */
+typedef struct reduction_call {
+    nc_coll_id coll;
+    int root;     /* Reduce's, else -1 */
+    int args_ok;  /* every argument significant here is valid */
+    MPI_Datatype type;
+    MPI_Op op;
+} reduction_call;
+
+/* Decides who runs the reduction b describes and enters the call (state.h).  A request
+ * describes it on its own duplicate of a derived type: the user may free theirs while the
+ * operation is pending (the user's function then sees the duplicate). */
+NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *judged, nc_mpi_reduce_call *b,
+                                   const nc_call_form_args *f)
 {
     nc_alg_id host = NC_ALG_COUNT;
-    if (!args_ok) host = NC_ALG_PMPI_ARGS;
+    if (judged->args_ok && !f->blocking) b->held_type = nc_mpi_hold_type(judged->type);
+    MPI_Datatype type = b->held_type != MPI_DATATYPE_NULL ? b->held_type : judged->type;
+    if (!judged->args_ok) host = NC_ALG_PMPI_ARGS;
     /* An element larger than a pipeline segment cannot be cut into fragments. */
-    else if (nc_mpi_describe_reduction(rc, type, op, &s->coll.cfg) || rc->red.elem_size > s->coll.node.layout.seg_size)
+    else if (nc_mpi_describe_reduction(&b->rc, type, judged->op, &s->coll.cfg) ||
+             b->rc.red.elem_size > s->coll.node.layout.seg_size)
         host = NC_ALG_PMPI_TYPE;
-    nc_call_record call = {coll, root, call_op(op), host, signature_bytes(s, type, count, args_ok), 0};
-    int err = nc_mpi_enter(s, comm, &call);
+    nc_call_record call = {judged->coll, judged->root, call_op(judged->op), host,
+                           signature_bytes(s, type, b->count, judged->args_ok), 0};
+    int err = nc_mpi_enter_form(s, comm, &call, f);
     if (err) return err;
     if (host == NC_ALG_COUNT) return RUN_NODECOLL;
-    nc_mpi_fallback(coll, host);
+    nc_mpi_fallback(judged->coll, host);
     return RUN_HOST;
 }
 
-/* A user op on a type with gaps (rc->gaps): the algorithms run on copies in the type's
+/* A user op on a type with gaps (rc.gaps): the algorithms run on copies in the type's
  * layout, where they may move whole extents; only the data of the result reaches the user's
  * receive buffer, and no gap of a user buffer is read (it may lie outside its allocation).
- * The copies live in the communicator's scratch. */
-typedef struct layout_copies {
-    const nc_dtype *t;
-    char *out;
-    void *user_out;
-    size_t out_count;
-} layout_copies;
-
-/* Swaps *in (in_count elements) and *out (out_count elements to deliver; NULL: none) for
- * copies when the reduction needs them. */
-static void with_layout_copies(layout_copies *lc, nc_mpi_comm *s, const nc_mpi_reduction *rc, const void **in,
-                               size_t in_count, void **out, size_t out_count)
+ * A blocking call's copies live in the communicator's scratch, a request's in its own
+ * memory (several may be pending on one communicator). */
+static void plan_layout_copies(nc_mpi_reduce_call *b, nc_mpi_comm *s, int for_request)
 {
-    *lc = (layout_copies){rc->gaps, NULL, *out, out_count};
-    if (!lc->t) return;
-    size_t extent = (size_t)lc->t->extent, in_bytes = in_count * extent;
-    char *copies = nc_mpi_scratch(s, in_bytes + out_count * extent + 1);
-    nc_dt_copy(lc->t, *in, copies, in_count);
-    *in = copies;
-    if (*out) *out = lc->out = copies + in_bytes;
+    b->in = b->user_in;
+    b->out = b->user_out;
+    if (!b->rc.gaps) return;
+    size_t extent = (size_t)b->rc.gaps->extent, in_bytes = b->count * extent;
+    size_t bytes = in_bytes + (b->out ? b->out_count * extent : 0) + 1;
+    b->copies = for_request ? nc_alloc_or_die(bytes) : nc_mpi_scratch(s, bytes);
+    b->in = b->copies;
+    if (b->out) b->out = b->copies + in_bytes;
 }
 
-/* Delivers the result (on success); returns err. */
-static int deliver_layout_copies(const layout_copies *lc, int err)
+/* Before each run: the input into its copy. */
+static void copy_in(const nc_mpi_reduce_call *b)
 {
-    if (lc->out && err == 0) nc_dt_copy(lc->t, lc->out, lc->user_out, lc->out_count);
-    return err;
+    if (b->rc.gaps) nc_dt_copy(b->rc.gaps, b->user_in, b->copies, b->count);
+}
+
+/* After a successful run: the result's data out of its copy. */
+static void copy_out(const nc_mpi_reduce_call *b, int err)
+{
+    if (b->rc.gaps && b->out && !err) nc_dt_copy(b->rc.gaps, b->out, b->user_out, b->out_count);
+}
+
+/* A request's own handle of a user op for the host's steps across nodes: MPI lets the user
+ * free the op while the operation is pending, and a persistent request keeps it.  (Should
+ * the host refuse one, the user's handle serves, valid as long as the user keeps it.) */
+static void hold_user_op(nc_mpi_reduce_call *b)
+{
+    if (b->rc.red.fn != call_user_op) return;
+    if (PMPI_Op_create(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
+    else b->held_op = MPI_OP_NULL;
+}
+
+/* A request's hooks: each start copies the input, each completion delivers the result. */
+static void reduce_request_begin(nc_mpi_request *r) { copy_in(&r->call.reduce); }
+static int reduce_request_deliver(nc_mpi_request *r)
+{
+    copy_out(&r->call.reduce, r->op.err);
+    return MPI_SUCCESS;
+}
+static void reduce_request_release(nc_mpi_request *r)
+{
+    nc_mpi_reduce_call *b = &r->call.reduce;
+    free(b->counts);
+    free(b->copies);
+    nc_mpi_release_type(&b->held_type);
+    if (b->held_op != MPI_OP_NULL) PMPI_Op_free(&b->held_op);
+}
+static const nc_mpi_call_form reduce_form = {reduce_request_begin, reduce_request_deliver, reduce_request_release};
+
+/* The request of a nonblocking or persistent call (NULL for a blocking one, or when none
+ * can be made: the host then serves the call), and in *b where the call keeps what it
+ * needs: in the request, else in *stack_call. */
+NC_FORM_INLINE nc_mpi_request *reduction_request(nc_mpi_comm *s, MPI_Comm comm, const nc_call_form_args *f,
+                                                 nc_mpi_reduce_call *stack_call, nc_mpi_reduce_call **b)
+{
+    nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &reduce_form, f->persistent);
+    *b = r ? &r->call.reduce : stack_call;
+    (*b)->counts = NULL;
+    (*b)->copies = NULL;
+    (*b)->held_type = MPI_DATATYPE_NULL;
+    (*b)->held_op = MPI_OP_NULL;
+    return r;
+}
+
+/* The user's buffers of the call, as this rank uses them. */
+static void set_operands(nc_mpi_reduce_call *b, const void *in, void *out, size_t count, size_t out_count)
+{
+    b->user_in = in;
+    b->user_out = out;
+    b->count = count;
+    b->out_count = out_count;
+}
+
+/* Runs the reduction (blocking) or issues its request r: RUN_HOST when the host must serve
+ * the call, else an MPI error code (raised). */
+NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
+                             const reduction_call *judged, const nc_call_form_args *f)
+{
+    int err = enter_reduction(s, comm, judged, b, f);
+    if (err) {
+        if (r) nc_mpi_request_discard(r);
+        return err;
+    }
+    plan_layout_copies(b, s, r != NULL);
+    nc_args a = {.coll = judged->coll, .root = judged->root,
+                 .reduce = {b->in, b->out, b->count, b->counts, &b->rc.red}};
+    size_t bytes = b->count * b->rc.red.elem_size;
+    if (r) {
+        hold_user_op(b);
+        r->args = a;
+        nc_mpi_request_issue(r, bytes, f->request);
+        return MPI_SUCCESS;
+    }
+    copy_in(b);
+    err = nc_collective(&s->coll, &a, bytes);
+    copy_out(b, err);
+    return nc_mpi_raise(comm, err);
 }
 
 /* A buffer that must hold data does (the host reports a missing one its own way). */
 static int buffer_ok(const void *buf, long long count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
 
-NC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                         MPI_Comm comm)
+static int host_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                       MPI_Comm comm, const nc_call_form_args *f)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_REDUCE);
-    if (!s) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    nc_mpi_reduction rc;
+    return NC_HOST_FORM(f, Reduce, Ireduce, sendbuf, recvbuf, count, type, op, root, comm);
+}
+
+NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                               MPI_Comm comm, const nc_call_form_args *f)
+{
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
+    if (!s) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    nc_mpi_reduce_call stack_call, *b;
+    nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
+    if (!f->blocking && !r) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
     int is_root = s->coll.rank == root;
     const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = root >= 0 && root < s->coll.size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
              (!is_root || buffer_ok(recvbuf, count));
-    int err = enter_reduction(s, comm, NC_COLL_REDUCE, ok, root, (size_t)count, &rc, type, op);
-    if (err == RUN_HOST) return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    if (err) return err;
-    void *out = is_root ? recvbuf : NULL; /* (recvbuf is not significant elsewhere) */
-    layout_copies lc;
-    with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
-    err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, root);
-    return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
+    /* (recvbuf matters at the root only) */
+    set_operands(b, in, is_root ? recvbuf : NULL, (size_t)count, (size_t)count);
+    reduction_call judged = {NC_COLL_REDUCE, root, ok, type, op};
+    int err = reduction(s, comm, r, b, &judged, f);
+    return err != RUN_HOST ? err : host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
 }
 
-NC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                            MPI_Comm comm)
+NC_CALL_FORMS(Reduce, Ireduce, reduce_call,
+              (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm),
+              (sendbuf, recvbuf, count, type, op, root, comm))
+
+/* Allreduce, Reduce_scatter_block, Scan and Exscan take the same arguments; `count` is
+ * Reduce_scatter_block's recvcount. */
+#define NC_VECTOR_PARAMS \
+    (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+#define NC_VECTOR_ARGS (sendbuf, recvbuf, count, type, op, comm)
+
+static int host_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, const nc_call_form_args *f)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, NC_COLL_ALLREDUCE);
-    if (!s) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    nc_mpi_reduction rc;
+    return NC_HOST_FORM(f, Allreduce, Iallreduce, sendbuf, recvbuf, count, type, op, comm);
+}
+
+NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                                  MPI_Comm comm, const nc_call_form_args *f)
+{
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
+    if (!s) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    nc_mpi_reduce_call stack_call, *b;
+    nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
+    if (!f->blocking && !r) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
-    int err = enter_reduction(s, comm, NC_COLL_ALLREDUCE, ok, NC_CALL_NONE, (size_t)count, &rc, type, op);
-    if (err == RUN_HOST) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-    if (err) return err;
-    void *out = recvbuf;
-    layout_copies lc;
-    with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
-    err = nc_reduce(&s->coll, in, out, (size_t)count, &rc.red, -1);
-    return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
+    set_operands(b, in, recvbuf, (size_t)count, (size_t)count);
+    reduction_call judged = {NC_COLL_ALLREDUCE, -1, ok, type, op};
+    int err = reduction(s, comm, r, b, &judged, f);
+    return err != RUN_HOST ? err : host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
 }
+
+NC_CALL_FORMS(Allreduce, Iallreduce, allreduce_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
 /* Fills n[] (elements per rank: `count` each for the block form) and *total; 0 if a count is
  * invalid or a buffer missing (in place, recvbuf holds the whole input). */
@@ -503,68 +614,80 @@ static int reduce_scatter_counts(int block, const int *counts, int count, int si
     return buffer_ok(sendbuf, (long long)*total) && buffer_ok(recvbuf, (long long)n[rank]);
 }
 
-/* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL). */
-static int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
-                          MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+/* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL).  The
+ * counts array is the communicator's for a blocking call, the request's own otherwise. */
+NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
+                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
     if (!s) return RUN_HOST;
-    size_t *n = nc_mpi_counts(s), total;
+    nc_mpi_reduce_call stack_call, *b;
+    nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
+    if (!f->blocking && !r) return RUN_HOST;
+    b->counts = r ? nc_alloc_or_die(sizeof(size_t) * (size_t)s->coll.size) : nc_mpi_counts(s);
+    size_t total;
     int ok = reduce_scatter_counts(coll == NC_COLL_REDUCE_SCATTER_BLOCK, counts, count, s->coll.size, s->coll.rank,
-                                   sendbuf, recvbuf, n, &total);
-    nc_mpi_reduction rc;
-    int err = enter_reduction(s, comm, coll, ok, NC_CALL_NONE, total, &rc, type, op);
-    if (err) return err;
+                                   sendbuf, recvbuf, b->counts, &total);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    void *out = recvbuf;
-    layout_copies lc;
-    with_layout_copies(&lc, s, &rc, &in, total, &out, n[s->coll.rank]);
-    err = deliver_layout_copies(&lc, nc_reduce_scatter(&s->coll, coll, in, out, n, &rc.red));
-    return nc_mpi_raise(comm, err);
+    set_operands(b, in, recvbuf, total, ok ? b->counts[s->coll.rank] : 0);
+    reduction_call judged = {coll, -1, ok, type, op};
+    return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
-                                 MPI_Op op, MPI_Comm comm)
+NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
+                                       MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm);
-    return err != RUN_HOST ? err : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
+    if (err != RUN_HOST) return err;
+    return NC_HOST_FORM(f, Reduce_scatter, Ireduce_scatter, sendbuf, recvbuf, recvcounts, type, op, comm);
 }
 
-NC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type,
-                                       MPI_Op op, MPI_Comm comm)
+NC_CALL_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call,
+              (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm),
+              (sendbuf, recvbuf, recvcounts, type, op, comm))
+
+NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                                             MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, recvcount, type, op, comm);
-    return err != RUN_HOST ? err : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
+    if (err != RUN_HOST) return err;
+    return NC_HOST_FORM(f, Reduce_scatter_block, Ireduce_scatter_block, sendbuf, recvbuf, count, type, op, comm);
 }
 
-static int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                MPI_Comm comm)
+NC_CALL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_call, NC_VECTOR_PARAMS,
+              NC_VECTOR_ARGS)
+
+NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm, const nc_call_form_args *f)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
     if (!s) return RUN_HOST;
-    nc_mpi_reduction rc;
-    int exclusive = coll == NC_COLL_EXSCAN;
+    nc_mpi_reduce_call stack_call, *b;
+    nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
+    if (!f->blocking && !r) return RUN_HOST;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     /* Exscan leaves rank 0's recvbuf alone: it need not be there. */
-    int receives = !exclusive || s->coll.rank != 0;
+    int receives = coll != NC_COLL_EXSCAN || s->coll.rank != 0;
     int ok = count >= 0 && buffer_ok(in, count) && (!receives || buffer_ok(recvbuf, count));
-    int err = enter_reduction(s, comm, coll, ok, NC_CALL_NONE, (size_t)count, &rc, type, op);
-    if (err) return err;
-    void *out = receives ? recvbuf : NULL;
-    layout_copies lc;
-    with_layout_copies(&lc, s, &rc, &in, (size_t)count, &out, (size_t)count);
-    err = nc_scan(&s->coll, in, out, (size_t)count, &rc.red, exclusive);
-    return nc_mpi_raise(comm, deliver_layout_copies(&lc, err));
+    set_operands(b, in, receives ? recvbuf : NULL, (size_t)count, (size_t)count);
+    reduction_call judged = {coll, -1, ok, type, op};
+    return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                             const nc_call_form_args *f)
 {
-    int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm);
-    return err != RUN_HOST ? err : PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
+    int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
+    return err != RUN_HOST ? err : NC_HOST_FORM(f, Scan, Iscan, sendbuf, recvbuf, count, type, op, comm);
 }
 
-NC_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+NC_CALL_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+
+NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                               MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm);
-    return err != RUN_HOST ? err : PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
+    int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
+    return err != RUN_HOST ? err : NC_HOST_FORM(f, Exscan, Iexscan, sendbuf, recvbuf, count, type, op, comm);
 }
+
+NC_CALL_FORMS(Exscan, Iexscan, exscan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)

@@ -16,23 +16,15 @@ static const nc_mpi_call_form no_delivery = {NULL, NULL, NULL};
 
 static int nc_host_barrier(MPI_Comm comm, const nc_call_form_args *f)
 {
-    if (f->blocking) return PMPI_Barrier(comm);
-#ifdef NC_PERSISTENT_COLLECTIVES
-    if (f->persistent) return NC_HOST_INIT(Barrier)(comm, f->info, f->request);
-#endif
-    return PMPI_Ibarrier(comm, f->request);
+    return NC_HOST_FORM(f, Barrier, Ibarrier, comm);
 }
 
 static int nc_host_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
 {
-    if (f->blocking) return PMPI_Bcast(buf, count, type, root, comm);
-#ifdef NC_PERSISTENT_COLLECTIVES
-    if (f->persistent) return NC_HOST_INIT(Bcast)(buf, count, type, root, comm, f->info, f->request);
-#endif
-    return PMPI_Ibcast(buf, count, type, root, comm, f->request);
+    return NC_HOST_FORM(f, Bcast, Ibcast, buf, count, type, root, comm);
 }
 
-static int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BARRIER, f);
     if (!s) return nc_host_barrier(comm, f);
@@ -94,7 +86,7 @@ static void bcast_request_release(nc_mpi_request *r)
 }
 static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
 
-static int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BCAST, f);
     if (!s) return nc_host_bcast(buf, count, type, root, comm, f);
@@ -146,7 +138,7 @@ NC_EXPORT int MPI_Finalize(void)
         nodecoll_stat_print(stderr, prefix);
     }
     nc_engine_progress_thread_stop();
-    nc_mpi_requests_finalize();
+    nc_mpi_release_freed();
     nc_mpi_release_all();
     nc_datatype_release_keyval();
     return PMPI_Finalize();
