@@ -44,3 +44,8 @@ nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c
 if(NODECOLL_MPI STREQUAL "mpich")
   set_source_files_properties(test_nonblocking.c PROPERTIES COMPILE_OPTIONS -Wno-stringop-overflow)
 endif()
+
+# Nonblocking and persistent data movement (Gather(v) ... Alltoallw) against the host's
+# blocking calls.
+nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 1 2 3 4 ENVS ${NODECOLL_COLL_ENVS} LABELS quick)
+nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 5 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)

@@ -149,20 +149,10 @@ int nc_barrier(nc_comm *c);
 /* Bcast of `bytes` packed bytes, each rank's laid out as its nc_data says. */
 int nc_bcast(nc_comm *c, nc_data *l, size_t bytes, int root);
 
-
 /* MPI_IN_PLACE for the send buffer of Gather and Allgather: the rank's own block is already
  * where it belongs in the receive vector.  Never NULL: a rank with nothing to send may pass
  * a null buffer, and that must not read as "in place". */
 extern const char nc_in_place_marker;
 #define NC_IN_PLACE ((const void *)&nc_in_place_marker)
-
-/* Data movement (gather.c, allgather.c, alltoall.c).  `coll` names the MPI call for the
- * counters.  In place: send NC_IN_PLACE (gather, allgather), a NULL send vector (alltoall)
- * or a NULL recv (scatter).  `recv` of gather and `send` of scatter matter at the root only;
- * what a rank receives lands in its own layout (nc_vec.blocks, scatter's nc_data). */
-int nc_gatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes, const nc_vec *recv, int root);
-int nc_scatterv(nc_comm *c, nc_coll_id coll, const nc_vec *send, nc_data *recv, size_t recv_bytes, int root);
-int nc_allgatherv(nc_comm *c, nc_coll_id coll, const void *send, size_t send_bytes, const nc_vec *recv);
-int nc_alltoallv(nc_comm *c, nc_coll_id coll, const nc_vec *send, const nc_vec *recv);
 
 #endif

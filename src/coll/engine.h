@@ -49,7 +49,9 @@ typedef struct nc_args {
             const size_t *counts;    /* Reduce_scatter: elements per rank */
             const nc_reduction *red;
         } reduce;
-        struct { /* Gather(v), Scatter(v), Allgather(v), Alltoall(v,w); see comm.h */
+        struct { /* Gather(v), Scatter(v), Allgather(v), Alltoall(v,w) (coll names the MPI
+                  * call for the counters); what a rank receives lands in its own layout
+                  * (nc_vec.blocks, Scatter's nc_data) */
             const void *send;        /* Gather, Allgather: my block, or NC_IN_PLACE */
             size_t send_bytes;
             nc_data *recv;           /* Scatter: my block's layout (NULL: in place) */

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "datatype.h"
+#include "move_call.h"
 #include "state.h"
 #include "../coll/engine.h"
 
@@ -159,6 +160,7 @@ struct nc_mpi_request {
     union {
         nc_mpi_bcast_call bcast;
         nc_mpi_reduce_call reduce;
+        nc_mpi_move_call move;
     } call;
     nc_mpi_request *next; /* live requests */
     nc_mpi_request *next_deferred;

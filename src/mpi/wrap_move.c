@@ -1,56 +1,50 @@
 /* MPI entry points of the data-movement collectives: Gather(v), Scatter(v), Allgather(v),
- * Alltoall(v,w).  Each turns its arguments into byte blocks (nc_vec) and runs the algorithm
- * of src/coll, or hands the call unchanged to the host MPI: when the registry says so (the
- * same on every rank), or when this rank's arguments are invalid (the host then
- * reports its own error class).
+ * Alltoall(v,w), each in its blocking, nonblocking and persistent form.  One adapter serves
+ * the three forms of every call (move_call): it turns the arguments into byte blocks
+ * (nc_vec) and runs the algorithm of src/coll, or hands the call unchanged to the host's
+ * form of it: when the registry says so (the same on every rank), or when this rank's
+ * arguments are invalid (the host then reports its own error class).
  *
  * Datatypes: predefined types whose elements lie back to back are used in place.  So are
  * derived receive vectors on one node (counted "typed"): each block is an nc_data the
  * algorithms read into through the datatype engine's cursor.  Any other committed type is
  * packed into a staging copy by the engine (counted "packed"), never sent to the host alone:
  * MPI lets one rank describe its data with a derived type while its peers use a predefined
- * one, and a per-rank choice of path would leave the peers waiting in ours. */
+ * one, and a per-rank choice of path would leave the peers waiting in ours.
+ *
+ * A blocking call keeps its description on the stack and its vectors' tables in the
+ * communicator's scratch (MPI orders blocking calls on a communicator).  A request owns all
+ * its operation reads until it is freed, because several may be pending on one
+ * communicator and MPI lets the user free datatypes right after the call: the tables, copies
+ * of counts, displacements and Alltoallw's type arrays, duplicates of its derived types, and
+ * its staging copies.  The same open, begin (pack what is sent), deliver (unpack what was
+ * received) and release steps serve both; a persistent request opens once and begins at
+ * every start. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "datatype.h"
 #include "dtype_decode.h"
+#include "request.h"
 #include "state.h"
 #include "../core/fatal.h"
 #include "../coll/registry.h"
 
-#define NC_EXPORT __attribute__((visibility("default")))
-
-/* One vector argument as MPI describes it, and its byte form for the algorithms. */
-typedef struct move_vec {
-    char *user;
-    const int *counts, *displs;  /* vector forms; else NULL: `count` each, blocks back to back */
-    int count, n;                /* n: blocks, set from the communicator once it is known */
-    int vector;                  /* counts and displs (and types, for Alltoallw) are required */
-    MPI_Datatype type;
-    const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
-    nc_vec v;
-    size_t *table;               /* lens[n] then offs[n] (vec_tables) */
-    int64_t *signed_offs;        /* n, while it is opened */
-    char *staging;               /* packed copy when some block's type is not dense, */
-    nc_dt_cursor *cursors;       /* or: every block in place through the engine (v.blocks) */
-} move_vec;
-
-static int count_of(const move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
-static MPI_Datatype type_of(const move_vec *m, int i) { return m->types ? m->types[i] : m->type; }
+static int count_of(const nc_move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
+static MPI_Datatype type_of(const nc_move_vec *m, int i) { return m->types ? m->types[i] : m->type; }
 
 /* base + off as an address (base may be MPI_BOTTOM, a null pointer, with absolute offsets). */
 static char *address_at(const char *base, int64_t off) { return (char *)((uintptr_t)base + (uintptr_t)off); }
 
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
-static int64_t user_offset(const move_vec *m, int i, MPI_Aint extent)
+static int64_t user_offset(const nc_move_vec *m, int i, MPI_Aint extent)
 {
     if (m->types) return m->displs[i];
     return (m->displs ? (int64_t)m->displs[i] : (int64_t)i * m->count) * (int64_t)extent;
 }
 
-static void pack_blocks(move_vec *m, MPI_Comm comm, int unpack)
+static void pack_blocks(nc_move_vec *m, MPI_Comm comm, int unpack)
 {
     for (int i = 0; i < m->n; i++) {
         size_t len = m->v.lens[i];
@@ -73,11 +67,11 @@ static void pack_blocks(move_vec *m, MPI_Comm comm, int unpack)
 #endif
 
 /* An Alltoallw block of zero elements, whose datatype its host may never read. */
-static int empty_typed_block(const move_vec *m, int i) { return m->types && !count_of(m, i); }
+static int empty_typed_block(const nc_move_vec *m, int i) { return m->types && !count_of(m, i); }
 
 /* Fills lens and signed offsets; 1 if a count or type is invalid.  *dense: every non-empty
  * block can be read in place. */
-static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
+static int describe_blocks(nc_move_vec *m, int64_t *offs, int *dense)
 {
     size_t *lens = m->table;
     int size = 0, type_dense = 1;
@@ -103,7 +97,7 @@ static int describe_blocks(move_vec *m, int64_t *offs, int *dense)
 
 /* A receive vector on one node whose every block the engine describes: the blocks become
  * nc_data read into in place; 0 if some block's type is not described (stage it instead). */
-static int open_in_place(move_vec *m, const int64_t *offs)
+static int open_in_place(nc_move_vec *m, const int64_t *offs)
 {
     const nc_config *cfg = nc_config_get();
     if (!cfg->dtype_engine) return 0;
@@ -135,11 +129,72 @@ static int open_in_place(move_vec *m, const int64_t *offs)
     return 1;
 }
 
-/* 0 on success, 1: invalid arguments (leave the call to the host MPI).  `fill`: the data
- * is input (pack it now when staged); an output-only derived vector is used in place. */
-static int vec_open(move_vec *m, MPI_Comm comm, int fill)
+/* A blocking call's tables, from the communicator's scratch instead of fresh memory per
+ * call: the lengths and offsets of its send vector, then of its receive vector, then the
+ * signed offsets that one vector at a time uses while it is opened.  (The same size each
+ * time, so taking it again for the second vector keeps the first one's.) */
+static void vec_scratch_tables(nc_mpi_comm *s, nc_move_vec *m, int second)
 {
-    if (m->vector && (!m->counts || !m->displs || (m->vector == 2 && !m->types))) return 1;
+    size_t n = (size_t)s->coll.size;
+    size_t *tables = (size_t *)(void *)nc_mpi_scratch(s, sizeof(size_t) * 5 * n);
+    m->table = tables + (second ? 2 * n : 0);
+    m->signed_offs = (int64_t *)(void *)(tables + 4 * n);
+}
+
+/* The handle a request uses for `type`: its own duplicate (also left in *held, to release),
+ * or `type` itself (predefined: nothing to hold). */
+static MPI_Datatype held_type(MPI_Datatype type, MPI_Datatype *held)
+{
+    *held = nc_mpi_hold_type(type);
+    return *held != MPI_DATATYPE_NULL ? *held : type;
+}
+
+/* Alltoallw's types, held: one duplicate per run of blocks with the same type (usually one
+ * for all); an empty block keeps its handle, which may be anything (MPICH never reads it). */
+static void hold_block_types(nc_move_vec *m, MPI_Datatype *types)
+{
+    MPI_Datatype last = MPI_DATATYPE_NULL, last_used = MPI_DATATYPE_NULL;
+    for (int i = 0; i < m->n; i++) {
+        m->held[i] = MPI_DATATYPE_NULL;
+        types[i] = m->types[i];
+        if (empty_typed_block(m, i)) continue;
+        if (i == 0 || m->types[i] != last) last_used = held_type(m->types[i], &m->held[i]);
+        last = m->types[i];
+        types[i] = last_used;
+    }
+}
+
+/* A request's own tables and copies of the vector's arguments (MPI lets the user free the
+ * datatypes right after the call), its derived types held, all in one allocation. */
+static void vec_keep(nc_move_vec *m)
+{
+    size_t n = (size_t)m->n, ntypes = m->types ? n : 1;
+    size_t tables = sizeof(size_t) * 3 * n, handles = sizeof(MPI_Datatype) * (ntypes + (m->types ? n : 0));
+    /* (size_t and int64_t first, then the handles, then ints: each part stays aligned) */
+    char *at = m->owned = nc_alloc_or_die(tables + handles + (m->counts ? sizeof(int) * 2 * n : 0));
+    m->table = (size_t *)(void *)at;
+    m->signed_offs = (int64_t *)(void *)(at + sizeof(size_t) * 2 * n);
+    m->held = (MPI_Datatype *)(void *)(at + tables);
+    if (m->types) {
+        MPI_Datatype *types = m->held + n;
+        hold_block_types(m, types);
+        m->types = types;
+    } else {
+        m->type = held_type(m->type, &m->held[0]);
+    }
+    if (m->counts) {
+        int *counts = (int *)(void *)(at + tables + handles), *displs = counts + n;
+        memcpy(counts, m->counts, sizeof(int) * n);
+        memcpy(displs, m->displs, sizeof(int) * n);
+        m->counts = counts;
+        m->displs = displs;
+    }
+}
+
+/* A vector whose tables are filled: its byte form (nc_vec), in place or staged.  1:
+ * invalid arguments.  An output-only derived vector is read into in place. */
+static int vec_describe(nc_move_vec *m, int input)
+{
     size_t n = (size_t)(m->n > 0 ? m->n : 1);
     int64_t *signed_offs = m->signed_offs;
     int dense;
@@ -151,267 +206,310 @@ static int vec_open(move_vec *m, MPI_Comm comm, int fill)
         if (lens[i] && signed_offs[i] < lowest) lowest = signed_offs[i];
     }
     if (total && !m->user && dense) return 1; /* (MPI_BOTTOM with a derived type's absolute addresses is valid) */
-    if (!dense && !fill && open_in_place(m, signed_offs)) return 0;
+    if (!dense && !input && open_in_place(m, signed_offs)) return 0;
     if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
         if (!total) lowest = 0;
         for (int i = 0; i < m->n; i++) offs[i] = lens[i] ? (size_t)(signed_offs[i] - lowest) : 0;
         m->v = (nc_vec){address_at(m->user, lowest), lens, offs, NULL};
-    } else {
+    } else { /* packed at each start (input), unpacked at delivery (a receive vector) */
         size_t at = 0;
         for (int i = 0; i < m->n; i++, at += lens[i - 1]) offs[i] = at;
         m->staging = nc_alloc_or_die(total);
         m->v = (nc_vec){m->staging, lens, offs, NULL};
-        if (fill) pack_blocks(m, comm, 0);
     }
     return 0;
 }
 
-static void vec_close(move_vec *m, MPI_Comm comm, int drain)
+/* Opens vector m of call `call`: 0 on success, 1: invalid arguments (leave the call to the
+ * host MPI).  `input`: its data is sent. */
+static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int input)
 {
-    if (m->staging) {
-        if (drain) pack_blocks(m, comm, 1);
-        free(m->staging);
-    }
+    if (m->vector && (!m->counts || !m->displs || (m->vector == 2 && !m->types))) return 1;
+    if (call->request) vec_keep(m);
+    else vec_scratch_tables(s, m, m == &call->a.recv);
+    if (vec_describe(m, input)) return 1;
+    m->opened = 1;
+    m->input = input;
+    return 0;
+}
+
+static void vec_release(nc_move_vec *m)
+{
+    free(m->staging);
     for (int i = 0; m->v.blocks && i < m->n; i++) nc_data_release(&m->v.blocks[i]);
     free(m->v.blocks);
     free(m->cursors);
     m->staging = NULL;
     m->v.blocks = NULL;
     m->cursors = NULL;
-}
-
-/* The tables of a call's vectors (`second` may be NULL), from the communicator's scratch
- * instead of fresh memory per call: blocking calls on a communicator never overlap (MPI
- * orders them), and the algorithms keep scratch of their own.  Lengths and offsets of each
- * vector, then the signed offsets one vector at a time uses while it is opened. */
-static void vec_tables(nc_mpi_comm *s, move_vec *first, move_vec *second)
-{
-    size_t n = (size_t)s->coll.size;
-    size_t *tables = (size_t *)(void *)nc_mpi_scratch(s, sizeof(size_t) * 5 * n);
-    first->table = tables;
-    first->signed_offs = (int64_t *)(void *)(tables + 4 * n);
-    if (!second) return;
-    second->table = tables + 2 * n;
-    second->signed_offs = first->signed_offs;
+    for (int i = 0; m->owned && i < (m->types ? m->n : 1); i++) nc_mpi_release_type(&m->held[i]);
+    free(m->owned);
+    m->owned = NULL;
 }
 
 /* A vector argument of `count` elements of `type` per block, back to back. */
-static move_vec vec_uniform(const void *buf, int count, MPI_Datatype type)
+static nc_move_vec vec_uniform(const void *buf, int count, MPI_Datatype type)
 {
-    return (move_vec){.user = (char *)buf, .count = count, .type = type};
+    return (nc_move_vec){.user = (char *)buf, .count = count, .type = type};
 }
 
 /* A vector argument of the v-forms: counts and displacements per block. */
-static move_vec vec_varying(const void *buf, const int *counts, const int *displs, MPI_Datatype type)
+static nc_move_vec vec_varying(const void *buf, const int *counts, const int *displs, MPI_Datatype type)
 {
-    return (move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .type = type, .vector = 1};
+    return (nc_move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .type = type, .vector = 1};
 }
 
 /* Alltoallw's: a datatype per block, displacements in bytes. */
-static move_vec vec_typed(const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
+static nc_move_vec vec_typed(const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
 {
-    return (move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .types = types, .vector = 2};
+    return (nc_move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .types = types, .vector = 2};
 }
-
-enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
-
-/* NC_ALG_COUNT when the registry accelerates `coll` here (the same on every rank), else why not. */
-static nc_alg_id table_verdict(nc_mpi_comm *s, nc_coll_id coll) { return nc_registry_host_reason(&s->coll, coll); }
-
-/* Enters the call (state.h) with the reason, if any, it goes to the host MPI. */
-static int enter_move(nc_mpi_comm *s, MPI_Comm comm, nc_coll_id coll, int root, nc_alg_id host, uint64_t bytes)
-{
-    nc_call_record call = {coll, root, NC_CALL_NONE, host, host == NC_ALG_COUNT ? bytes : NC_CALL_ANY_BYTES, 0};
-    int err = nc_mpi_enter(s, comm, &call);
-    if (err) return err;
-    if (host == NC_ALG_COUNT) return RUN_NODECOLL;
-    nc_mpi_fallback(coll, host);
-    return RUN_HOST;
-}
-
-/* Whether the call's length is compared (NODECOLL_CHECK) and known (its arguments were valid). */
-static int checked(const nc_mpi_comm *s, nc_alg_id host) { return s->coll.cfg.check && host == NC_ALG_COUNT; }
 
 /* The bytes of every block of an opened vector. */
-static uint64_t vec_total(const move_vec *m)
+static uint64_t vec_total(const nc_move_vec *m)
 {
     uint64_t total = 0;
     for (int i = 0; i < m->n; i++) total += m->v.lens[i];
     return total;
 }
 
-static void count_datatypes(nc_coll_id coll, int staged, int typed, size_t bytes)
-{
-    if (staged) nc_stats_count(coll, NC_ALG_PACKED, bytes);
-    else if (typed) nc_stats_count(coll, NC_ALG_TYPED, bytes);
-}
+/* ---- one call, any form ------------------------------------------------------------------ */
 
-/* ---- Gather(v), Scatter(v) -------------------------------------------------------------
- * `one` is the single buffer of every rank (send of Gather, receive of Scatter), `all` the
- * root's vector.  -1: the host MPI runs the call. */
+static int is_scatter(nc_coll_id coll) { return coll == NC_COLL_SCATTER || coll == NC_COLL_SCATTERV; }
+static int is_rooted(nc_coll_id coll) { return is_scatter(coll) || coll == NC_COLL_GATHER || coll == NC_COLL_GATHERV; }
+static int is_alltoall(nc_coll_id coll)
+{
+    return coll == NC_COLL_ALLTOALL || coll == NC_COLL_ALLTOALLV || coll == NC_COLL_ALLTOALLW;
+}
 
 /* Scatter's single buffer is output: a derived type is received into in place (nc_data);
- * Gather's is input and packed when derived. */
-static int open_one(nc_buffer *b, nc_data *one, nc_dt_cursor *cursor, int scatter, const void *buf, int count,
-                    MPI_Datatype type, MPI_Comm comm)
+ * Gather's and Allgather's is input, packed at each start when derived. */
+static int open_one(nc_mpi_move_call *m, MPI_Comm comm)
 {
-    if (scatter) return nc_buffer_open_data(b, one, cursor, (void *)buf, count, type, comm, 0);
-    return nc_buffer_open(b, (void *)buf, count, type, comm, 1);
+    void *buf = (void *)m->a.one;
+    MPI_Datatype type = m->request ? held_type(m->a.one_type, &m->held_one_type) : m->a.one_type;
+    if (m->one_output) return nc_buffer_open_data(&m->one, &m->one_data, &m->cursor, buf, m->a.one_count, type, comm, 0);
+    return nc_buffer_open(&m->one, buf, m->a.one_count, type, comm, 0);
 }
 
-static int rooted_common(nc_coll_id coll, int scatter, const void *one_buf, int one_count, MPI_Datatype one_type,
-                         move_vec *all, int root, MPI_Comm comm)
+/* Gather(v), Scatter(v): the root's vector is opened, its counts and displacements
+ * required, at the root alone (mpi4py passes NULL elsewhere).  1: the host judges. */
+static int open_rooted(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
-    if (!s) return RUN_HOST;
-    int is_root = s->coll.rank == root, in_place = one_buf == MPI_IN_PLACE;
-    all->n = s->coll.size; /* (the root's vector alone is significant) */
-    nc_buffer b = {0};
-    nc_data one = {0};
-    nc_dt_cursor cursor;
-    nc_alg_id host = table_verdict(s, coll);
-    if (host == NC_ALG_COUNT && is_root) vec_tables(s, all, NULL);
-    if (host == NC_ALG_COUNT && (root < 0 || root >= s->coll.size || (in_place && !is_root))) host = NC_ALG_PMPI_ARGS;
-    if (host == NC_ALG_COUNT && !in_place && open_one(&b, &one, &cursor, scatter, one_buf, one_count, one_type, comm))
-        host = NC_ALG_PMPI_ARGS;
+    nc_move_vec *all = m->one_output ? &m->a.send : &m->a.recv;
+    if (m->a.root < 0 || m->a.root >= s->coll.size || (m->in_place && !m->is_root)) return 1;
+    if (!m->in_place && open_one(m, comm)) return 1;
     /* In place, the root's own block of Gather is input: stage it (packed with the rest). */
-    if (host == NC_ALG_COUNT && is_root && vec_open(all, comm, scatter || in_place)) host = NC_ALG_PMPI_ARGS;
-    /* The whole call's length: the root's vector, or every block as long as mine (not the v-forms'). */
-    uint64_t bytes = !checked(s, host) ? 0 : is_root ? vec_total(all) : all->vector ? NC_CALL_ANY_BYTES
-                                                                                   : (uint64_t)s->coll.size * b.bytes;
-    int err = enter_move(s, comm, coll, root, host, bytes), ran = err == RUN_NODECOLL;
-    if (ran) {
-        count_datatypes(coll, b.staging || all->staging, one.type || all->v.blocks, b.bytes);
-        const nc_vec *v = is_root ? &all->v : NULL;
-        err = scatter ? nc_scatterv(&s->coll, coll, v, in_place ? NULL : &one, b.bytes, root)
-                      : nc_gatherv(&s->coll, coll, in_place ? NC_IN_PLACE : b.bytes_at, b.bytes, v, root);
-        err = nc_mpi_raise(comm, err);
-    }
-    /* What arrived is delivered even when some did not fit (MPI_ERR_TRUNCATE). */
-    vec_close(all, comm, ran && !scatter);
-    nc_data_release(&one);
-    int close_err = nc_buffer_close(&b, comm, ran && scatter);
-    return err ? err : nc_mpi_raise(comm, close_err);
+    return m->is_root && vec_open(m, s, all, m->one_output || m->in_place);
 }
 
-NC_EXPORT int MPI_Gather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
-                         MPI_Datatype rtype, int root, MPI_Comm comm)
+static int open_allgather(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm)
 {
-    move_vec rv = vec_uniform(recvbuf, rcount, rtype);
-    int err = rooted_common(NC_COLL_GATHER, 0, sendbuf, scount, stype, &rv, root, comm);
-    return err >= 0 ? err : PMPI_Gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm);
-}
-
-NC_EXPORT int MPI_Gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
-                          const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    move_vec rv = vec_varying(recvbuf, rcounts, displs, rtype);
-    int err = rooted_common(NC_COLL_GATHERV, 0, sendbuf, scount, stype, &rv, root, comm);
-    return err >= 0 ? err : PMPI_Gatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, root, comm);
-}
-
-NC_EXPORT int MPI_Scatter(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
-                          MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    move_vec sv = vec_uniform(sendbuf, scount, stype);
-    int err = rooted_common(NC_COLL_SCATTER, 1, recvbuf, rcount, rtype, &sv, root, comm);
-    return err >= 0 ? err : PMPI_Scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm);
-}
-
-NC_EXPORT int MPI_Scatterv(const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype,
-                           void *recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    move_vec sv = vec_varying(sendbuf, scounts, displs, stype);
-    int err = rooted_common(NC_COLL_SCATTERV, 1, recvbuf, rcount, rtype, &sv, root, comm);
-    return err >= 0 ? err : PMPI_Scatterv(sendbuf, scounts, displs, stype, recvbuf, rcount, rtype, root, comm);
-}
-/* ---- Allgather(v) ------------------------------------------------------------------------ */
-
-static int allgather_common(nc_coll_id coll, const void *sendbuf, int scount, MPI_Datatype stype, move_vec *recv,
-                            MPI_Comm comm)
-{
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
-    if (!s) return RUN_HOST;
-    int in_place = sendbuf == MPI_IN_PLACE;
-    nc_buffer b = {0};
-    recv->n = s->coll.size;
-    nc_alg_id host = table_verdict(s, coll);
-    if (host == NC_ALG_COUNT) vec_tables(s, recv, NULL);
-    if (host == NC_ALG_COUNT && !in_place && nc_buffer_open(&b, (void *)sendbuf, scount, stype, comm, 1))
-        host = NC_ALG_PMPI_ARGS;
+    if (!m->in_place && open_one(m, comm)) return 1;
     /* In place, my own block is input: pack it too (the whole vector, when staged). */
-    if (host == NC_ALG_COUNT && vec_open(recv, comm, in_place)) host = NC_ALG_PMPI_ARGS;
-    int err = enter_move(s, comm, coll, NC_CALL_NONE, host, checked(s, host) ? vec_total(recv) : 0);
-    int ran = err == RUN_NODECOLL;
-    if (ran) {
-        count_datatypes(coll, b.staging || recv->staging, recv->v.blocks != NULL, b.bytes);
-        err = nc_mpi_raise(comm, nc_allgatherv(&s->coll, coll, in_place ? NC_IN_PLACE : b.bytes_at, b.bytes, &recv->v));
-    }
-    vec_close(recv, comm, ran);
-    nc_buffer_close(&b, comm, 0);
-    return err;
+    return vec_open(m, s, &m->a.recv, m->in_place);
 }
 
-NC_EXPORT int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
-                            MPI_Datatype rtype, MPI_Comm comm)
+/* In place, the send arguments are not significant; the receive vector is also input. */
+static int open_alltoall(nc_mpi_move_call *m, nc_mpi_comm *s)
 {
-    move_vec rv = vec_uniform(recvbuf, rcount, rtype);
-    int err = allgather_common(NC_COLL_ALLGATHER, sendbuf, scount, stype, &rv, comm);
-    return err >= 0 ? err : PMPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+    return (!m->in_place && vec_open(m, s, &m->a.send, 1)) || vec_open(m, s, &m->a.recv, m->in_place);
 }
 
-NC_EXPORT int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
-                             const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+/* Fills m from the call's arguments a: NC_ALG_COUNT when nodecoll runs it, else the reason
+ * the host MPI does (the registry's, the same on every rank, or this rank's arguments). */
+static nc_alg_id move_open(nc_mpi_move_call *m, const nc_move_args *a, nc_mpi_comm *s, MPI_Comm comm, int request)
 {
-    move_vec rv = vec_varying(recvbuf, rcounts, displs, rtype);
-    int err = allgather_common(NC_COLL_ALLGATHERV, sendbuf, scount, stype, &rv, comm);
-    return err >= 0 ? err : PMPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
+    m->a = *a;
+    m->a.send.n = m->a.recv.n = s->coll.size;
+    m->request = request;
+    m->in_place = is_alltoall(a->coll) ? a->send.user == MPI_IN_PLACE : a->one == MPI_IN_PLACE;
+    m->is_root = s->coll.rank == a->root;
+    m->one_output = is_scatter(a->coll);
+    m->one = (nc_buffer){0};
+    m->one_data = (nc_data){0};
+    m->held_one_type = MPI_DATATYPE_NULL;
+    nc_alg_id host = nc_registry_host_reason(&s->coll, a->coll);
+    if (host != NC_ALG_COUNT) return host;
+    int bad = is_rooted(a->coll) ? open_rooted(m, s, comm) : is_alltoall(a->coll) ? open_alltoall(m, s)
+                                                                                 : open_allgather(m, s, comm);
+    return bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT;
 }
 
-/* ---- Alltoall(v,w) ------------------------------------------------------------------------ */
-
-static int alltoall_common(nc_coll_id coll, move_vec *send, move_vec *recv, MPI_Comm comm)
+/* The call's length as NODECOLL_CHECK compares it (0 when it is off). */
+static uint64_t check_bytes(const nc_mpi_move_call *m, const nc_mpi_comm *s)
 {
-    nc_mpi_comm *s = nc_mpi_state(comm, coll);
+    const nc_move_args *a = &m->a;
+    if (!s->coll.cfg.check) return 0;
+    if (is_alltoall(a->coll)) return a->recv.vector ? NC_CALL_ANY_BYTES : vec_total(m->in_place ? &a->recv : &a->send);
+    if (!is_rooted(a->coll)) return vec_total(&a->recv);
+    /* The root's vector, or every block as long as mine (not the v-forms'). */
+    const nc_move_vec *all = m->one_output ? &a->send : &a->recv;
+    if (m->is_root) return vec_total(all);
+    return all->vector ? NC_CALL_ANY_BYTES : (uint64_t)s->coll.size * m->one.bytes;
+}
+
+/* The call as the algorithms see it, and its bytes as the registry and counters count them. */
+static nc_args run_args(nc_mpi_move_call *m)
+{
+    const void *one_in = m->one_output ? NULL : m->in_place ? NC_IN_PLACE : m->one.bytes_at;
+    nc_data *one_out = m->one_output && !m->in_place ? &m->one_data : NULL;
+    return (nc_args){.coll = m->a.coll,
+                     .root = m->a.root,
+                     .move = {.send = one_in,
+                              .send_bytes = m->one_output ? 0 : m->one.bytes,
+                              .recv = one_out,
+                              .recv_bytes = m->one_output ? m->one.bytes : 0,
+                              .send_vec = m->a.send.opened ? &m->a.send.v : NULL,
+                              .recv_vec = m->a.recv.opened ? &m->a.recv.v : NULL}};
+}
+static size_t run_bytes(const nc_mpi_move_call *m) { return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes; }
+
+static void pack_or_die(int err)
+{
+    if (err != MPI_SUCCESS) nc_fatal("packing a committed datatype failed (error %d)", err);
+}
+
+/* Before each run: counts the datatypes' path and packs what is sent from staging copies. */
+static void move_begin(nc_mpi_move_call *m, MPI_Comm comm)
+{
+    nc_move_vec *send = &m->a.send, *recv = &m->a.recv;
+    if (m->one.staging || send->staging || recv->staging) nc_stats_count(m->a.coll, NC_ALG_PACKED, m->one.bytes);
+    else if (m->one_data.type || recv->v.blocks) nc_stats_count(m->a.coll, NC_ALG_TYPED, m->one.bytes);
+    if (m->one.staging && !m->one_output) pack_or_die(nc_buffer_transfer(&m->one, comm, 0));
+    if (send->staging) pack_blocks(send, comm, 0);
+    if (recv->staging && recv->input) pack_blocks(recv, comm, 0);
+}
+
+/* After each run: what arrived in staging copies into the user's layout (also after a
+ * truncation: what arrived is delivered, as the hosts deliver it); an MPI error code. */
+static int move_deliver(nc_mpi_move_call *m, MPI_Comm comm)
+{
+    if (m->a.recv.staging) pack_blocks(&m->a.recv, comm, 1);
+    return m->one.staging && m->one_output ? nc_buffer_transfer(&m->one, comm, 1) : MPI_SUCCESS;
+}
+
+static void move_release(nc_mpi_move_call *m, MPI_Comm comm)
+{
+    vec_release(&m->a.send);
+    vec_release(&m->a.recv);
+    nc_data_release(&m->one_data);
+    nc_buffer_close(&m->one, comm, 0);
+    nc_mpi_release_type(&m->held_one_type);
+}
+
+/* A request packs with MPI_COMM_SELF: the user may free the communicator while it lives. */
+static void move_request_begin(nc_mpi_request *r) { move_begin(&r->call.move, MPI_COMM_SELF); }
+static int move_request_deliver(nc_mpi_request *r) { return move_deliver(&r->call.move, MPI_COMM_SELF); }
+static void move_request_release(nc_mpi_request *r) { move_release(&r->call.move, MPI_COMM_SELF); }
+static const nc_mpi_call_form move_form = {move_request_begin, move_request_deliver, move_request_release};
+
+enum { RUN_HOST = -1 }; /* (else MPI_SUCCESS or an error, already raised) */
+
+/* The call `a` describes, in form f: run by nodecoll (blocking: to completion; else issued
+ * as a request), or RUN_HOST: the caller hands it to the host's form of the call. */
+static int move_call(const nc_move_args *a, MPI_Comm comm, const nc_call_form_args *f)
+{
+    nc_mpi_comm *s = nc_mpi_state_for_form(comm, a->coll, f);
     if (!s) return RUN_HOST;
-    int in_place = send->user == MPI_IN_PLACE; /* (then the send arguments are not significant) */
-    send->n = recv->n = s->coll.size;
-    nc_alg_id host = table_verdict(s, coll);
-    if (host == NC_ALG_COUNT) vec_tables(s, recv, send);
-    if (host == NC_ALG_COUNT && ((!in_place && vec_open(send, comm, 1)) || vec_open(recv, comm, in_place)))
-        host = NC_ALG_PMPI_ARGS;
-    uint64_t bytes = !checked(s, host) ? 0 : recv->vector ? NC_CALL_ANY_BYTES : vec_total(in_place ? recv : send);
-    int err = enter_move(s, comm, coll, NC_CALL_NONE, host, bytes), ran = err == RUN_NODECOLL;
-    if (ran) {
-        count_datatypes(coll, send->staging || recv->staging, recv->v.blocks != NULL, 0);
-        err = nc_mpi_raise(comm, nc_alltoallv(&s->coll, coll, in_place ? NULL : &send->v, &recv->v));
+    nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &move_form, f->persistent);
+    if (!f->blocking && !r) return RUN_HOST;
+    nc_mpi_move_call stack_call, *m = r ? &r->call.move : &stack_call;
+    nc_alg_id host = move_open(m, a, s, comm, r != NULL);
+    uint64_t bytes = host == NC_ALG_COUNT ? check_bytes(m, s) : NC_CALL_ANY_BYTES;
+    nc_call_record call = {a->coll, a->root, NC_CALL_NONE, host, bytes, 0};
+    int err = nc_mpi_enter_form(s, comm, &call, f);
+    if (err || host != NC_ALG_COUNT) {
+        if (r) nc_mpi_request_discard(r);
+        else move_release(m, comm);
+        if (err) return err;
+        nc_mpi_fallback(a->coll, host);
+        return RUN_HOST;
     }
-    vec_close(send, comm, 0);
-    vec_close(recv, comm, ran);
-    return err;
+    nc_args args = run_args(m);
+    if (r) {
+        r->args = args;
+        nc_mpi_request_issue(r, run_bytes(m), f->request);
+        return MPI_SUCCESS;
+    }
+    move_begin(m, comm);
+    err = nc_collective(&s->coll, &args, run_bytes(m));
+    int deliver_err = move_deliver(m, comm);
+    move_release(m, comm);
+    return nc_mpi_raise(comm, err ? err : deliver_err);
 }
 
-NC_EXPORT int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
-                           MPI_Datatype rtype, MPI_Comm comm)
-{
-    move_vec sv = vec_uniform(sendbuf, scount, stype), rv = vec_uniform(recvbuf, rcount, rtype);
-    int err = alltoall_common(NC_COLL_ALLTOALL, &sv, &rv, comm);
-    return err >= 0 ? err : PMPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
-}
+/* ---- the entry points ------------------------------------------------------------------
+ * Collective Name's blocking, nonblocking and persistent entry points (NC_CALL_FORMS) from
+ * its parameter list and arguments (both parenthesised) and `describe`, the nc_move_args
+ * its parameters make (parenthesised): each runs the call, or hands it to the host's form. */
+#define NC_MOVE_FORMS(Name, IName, params, args, describe)                                 \
+    static int Name##_call(NC_UNPAREN params, const nc_call_form_args *f)                  \
+    {                                                                                      \
+        nc_move_args a = NC_UNPAREN describe;                                              \
+        int err = move_call(&a, comm, f);                                                  \
+        return err != RUN_HOST ? err : NC_HOST_FORM(f, Name, IName, NC_UNPAREN args);      \
+    }                                                                                      \
+    NC_CALL_FORMS(Name, IName, Name##_call, params, args)
 
-NC_EXPORT int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
-                            void *recvbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
-{
-    move_vec sv = vec_varying(sendbuf, scounts, sdispls, stype), rv = vec_varying(recvbuf, rcounts, rdispls, rtype);
-    int err = alltoall_common(NC_COLL_ALLTOALLV, &sv, &rv, comm);
-    return err >= 0 ? err : PMPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
-}
+/* (MPI's parameters of Gather and Scatter, and of Allgather and Alltoall) */
+#define NC_ROOTED_PARAMS                                                                                  \
+    (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype, int root, \
+     MPI_Comm comm)
+#define NC_ROOTED_ARGS (sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm)
+#define NC_ALL_PARAMS                                                                                     \
+    (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+#define NC_ALL_ARGS (sendbuf, scount, stype, recvbuf, rcount, rtype, comm)
 
-NC_EXPORT int MPI_Alltoallw(const void *sendbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[],
-                            void *recvbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[],
-                            MPI_Comm comm)
-{
-    move_vec sv = vec_typed(sendbuf, scounts, sdispls, stypes), rv = vec_typed(recvbuf, rcounts, rdispls, rtypes);
-    int err = alltoall_common(NC_COLL_ALLTOALLW, &sv, &rv, comm);
-    return err >= 0 ? err : PMPI_Alltoallw(sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm);
-}
+NC_MOVE_FORMS(Gather, Igather,
+              NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
+              ((nc_move_args){NC_COLL_GATHER, root, sendbuf, scount, stype, .recv = vec_uniform(recvbuf, rcount, rtype)}))
+
+NC_MOVE_FORMS(Gatherv, Igatherv,
+              (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
+               const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm),
+              (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, root, comm),
+              ((nc_move_args){NC_COLL_GATHERV, root, sendbuf, scount, stype,
+                              .recv = vec_varying(recvbuf, rcounts, displs, rtype)}))
+
+NC_MOVE_FORMS(Scatter, Iscatter,
+              NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
+              ((nc_move_args){NC_COLL_SCATTER, root, recvbuf, rcount, rtype, .send = vec_uniform(sendbuf, scount, stype)}))
+
+NC_MOVE_FORMS(Scatterv, Iscatterv,
+              (const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *recvbuf,
+               int rcount, MPI_Datatype rtype, int root, MPI_Comm comm),
+              (sendbuf, scounts, displs, stype, recvbuf, rcount, rtype, root, comm),
+              ((nc_move_args){NC_COLL_SCATTERV, root, recvbuf, rcount, rtype,
+                              .send = vec_varying(sendbuf, scounts, displs, stype)}))
+
+NC_MOVE_FORMS(Allgather, Iallgather,
+              NC_ALL_PARAMS, NC_ALL_ARGS,
+              ((nc_move_args){NC_COLL_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype,
+                              .recv = vec_uniform(recvbuf, rcount, rtype)}))
+
+NC_MOVE_FORMS(Allgatherv, Iallgatherv,
+              (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
+               const int displs[], MPI_Datatype rtype, MPI_Comm comm),
+              (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm),
+              ((nc_move_args){NC_COLL_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype,
+                              .recv = vec_varying(recvbuf, rcounts, displs, rtype)}))
+
+NC_MOVE_FORMS(Alltoall, Ialltoall,
+              NC_ALL_PARAMS, NC_ALL_ARGS,
+              ((nc_move_args){NC_COLL_ALLTOALL, NC_CALL_NONE, .send = vec_uniform(sendbuf, scount, stype),
+                              .recv = vec_uniform(recvbuf, rcount, rtype)}))
+
+NC_MOVE_FORMS(Alltoallv, Ialltoallv,
+              (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,
+               const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm),
+              (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm),
+              ((nc_move_args){NC_COLL_ALLTOALLV, NC_CALL_NONE, .send = vec_varying(sendbuf, scounts, sdispls, stype),
+                              .recv = vec_varying(recvbuf, rcounts, rdispls, rtype)}))
+
+NC_MOVE_FORMS(Alltoallw, Ialltoallw,
+              (const void *sendbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[],
+               void *recvbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm),
+              (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
+              ((nc_move_args){NC_COLL_ALLTOALLW, NC_CALL_NONE, .send = vec_typed(sendbuf, scounts, sdispls, stypes),
+                              .recv = vec_typed(recvbuf, rcounts, rdispls, rtypes)}))
