@@ -52,9 +52,11 @@ static void pack_blocks(nc_move_vec *m, MPI_Comm comm, int unpack)
         MPI_Aint lb, extent;
         PMPI_Type_get_extent(type_of(m, i), &lb, &extent);
         char *packed = m->v.base + m->v.offs[i];
-        nc_buffer block = {packed, len, address_at(m->user, user_offset(m, i, extent)), count_of(m, i), type_of(m, i), packed};
+        char *user = address_at(m->user, user_offset(m, i, extent));
+        nc_buffer block = {packed, len, user, count_of(m, i), type_of(m, i), packed};
         int err = nc_buffer_transfer(&block, comm, unpack);
-        if (err != MPI_SUCCESS) nc_fatal("%s of a committed datatype failed (error %d)", unpack ? "unpacking" : "packing", err);
+        if (err != MPI_SUCCESS)
+            nc_fatal("%s of a committed datatype failed (error %d)", unpack ? "unpacking" : "packing", err);
     }
 }
 
@@ -121,8 +123,8 @@ static int open_in_place(nc_move_vec *m, const int64_t *offs)
             }
         }
         char *base = address_at(m->user, offs[i]);
-        blocks[i] = type ? nc_data_typed(base, type, (size_t)count_of(m, i), (size_t)cfg->dtype_iov_min_run, &cursors[i])
-                         : nc_data_bytes(base);
+        size_t count = (size_t)count_of(m, i), min_run = (size_t)cfg->dtype_iov_min_run;
+        blocks[i] = type ? nc_data_typed(base, type, count, min_run, &cursors[i]) : nc_data_bytes(base);
     }
     m->cursors = cursors;
     m->v = (nc_vec){.lens = m->table, .offs = m->table + n, .blocks = blocks};
@@ -329,8 +331,9 @@ static int open_one(nc_mpi_move_call *m, MPI_Comm comm)
 {
     void *buf = (void *)m->a.one;
     MPI_Datatype type = m->request ? held_type(m->a.one_type, &m->held_one_type) : m->a.one_type;
-    if (m->one_output) return nc_buffer_open_data(&m->one, &m->one_data, &m->cursor, buf, m->a.one_count, type, comm, 0);
-    return nc_buffer_open(&m->one, buf, m->a.one_count, type, comm, 0);
+    int count = m->a.one_count;
+    if (m->one_output) return nc_buffer_open_data(&m->one, &m->one_data, &m->cursor, buf, count, type, comm, 0);
+    return nc_buffer_open(&m->one, buf, count, type, comm, 0);
 }
 
 /* Gather(v), Scatter(v): the root's vector is opened, its counts and displacements
@@ -405,7 +408,10 @@ static nc_args run_args(nc_mpi_move_call *m)
                               .send_vec = m->a.send.opened ? &m->a.send.v : NULL,
                               .recv_vec = m->a.recv.opened ? &m->a.recv.v : NULL}};
 }
-static size_t run_bytes(const nc_mpi_move_call *m) { return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes; }
+static size_t run_bytes(const nc_mpi_move_call *m)
+{
+    return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes;
+}
 
 static void pack_or_die(int err)
 {
@@ -509,7 +515,8 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
 
 NC_MOVE_FORMS(Gather, Igather,
               NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
-              (args_set(&call.a, NC_COLL_GATHER, root, sendbuf, scount, stype), vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
+              (args_set(&call.a, NC_COLL_GATHER, root, sendbuf, scount, stype),
+               vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
 
 NC_MOVE_FORMS(Gatherv, Igatherv,
               (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
@@ -520,7 +527,8 @@ NC_MOVE_FORMS(Gatherv, Igatherv,
 
 NC_MOVE_FORMS(Scatter, Iscatter,
               NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
-              (args_set(&call.a, NC_COLL_SCATTER, root, recvbuf, rcount, rtype), vec_uniform(&call.a.send, sendbuf, scount, stype)))
+              (args_set(&call.a, NC_COLL_SCATTER, root, recvbuf, rcount, rtype),
+               vec_uniform(&call.a.send, sendbuf, scount, stype)))
 
 NC_MOVE_FORMS(Scatterv, Iscatterv,
               (const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *recvbuf,
