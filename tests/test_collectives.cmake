@@ -47,5 +47,13 @@ endif()
 
 # Nonblocking and persistent data movement (Gather(v) ... Alltoallw) against the host's
 # blocking calls.
-nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 1 2 3 4 ENVS ${NODECOLL_COLL_ENVS} LABELS quick)
+nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 1 2 3 4 ENVS ${NODECOLL_COLL_ENVS}
+  LABELS quick)
 nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 5 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)
+# The progress thread, a soft limit of one pending operation, a small move slot with one
+# remote send in flight.
+nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 3 ENVS
+  "progress:NODECOLL_PROGRESS_THREAD=1,NODECOLL_RANKS_PER_NODE=2"
+  "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+  "slot:NODECOLL_MOVE_SLOT=256,NODECOLL_ALLTOALL_SMALL=64,NODECOLL_ALLTOALL_WINDOW=1,NODECOLL_RANKS_PER_NODE=2"
+  LABELS quick)

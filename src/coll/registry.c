@@ -160,15 +160,17 @@ static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_arg
 const nc_algorithm *nc_registry_choose(const nc_comm *c, const nc_args *a, size_t bytes, int level)
 {
     const nc_algorithm *alg = choose((nc_level)level, c, a, bytes);
-    int key = nc_registry_key(a);
-    if (key >= 0) ((nc_comm *)(uintptr_t)c)->chosen[level][a->coll] = (nc_choice){alg, bytes, key};
+    ((nc_comm *)(uintptr_t)c)->chosen[level][a->coll] = (nc_choice){alg, bytes, nc_registry_key(a)};
     return alg;
 }
 
+/* (The data-movement rows read only the communicator: the choice kept from the last call of
+ * `coll`, whatever its size, answers; asking for 0 bytes would replace the real call's.) */
 nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
 {
+    const nc_algorithm *kept = c->chosen[0][coll].alg;
     nc_args a = {.coll = coll, .root = -1};
-    nc_alg_id alg = nc_registry_select(c, &a, 0)->id;
+    nc_alg_id alg = (kept ? kept : nc_registry_select(c, &a, 0))->id;
     return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
 }
 

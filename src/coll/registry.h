@@ -12,21 +12,18 @@
 const nc_algorithm *nc_registry_choose(const nc_comm *c, const nc_args *a, size_t bytes, int level);
 
 /* What a call's algorithms' `applies` read of it besides its collective and size: nothing
- * for Barrier and Bcast; for the reductions whether it has a root and whether its op
- * commutes.  -1: a collective whose choice is not kept (the data-movement rows read the
- * vectors). */
+ * for Barrier, Bcast and the data-movement family (whose rows read only the communicator);
+ * for the reductions whether it has a root and whether its op commutes. */
 static inline int nc_registry_key(const nc_args *a)
 {
     switch (a->coll) {
-    case NC_COLL_BARRIER:
-    case NC_COLL_BCAST: return 0;
     case NC_COLL_REDUCE:
     case NC_COLL_ALLREDUCE:
     case NC_COLL_REDUCE_SCATTER:
     case NC_COLL_REDUCE_SCATTER_BLOCK:
     case NC_COLL_SCAN:
     case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1;
-    default: return -1;
+    default: return 0;
     }
 }
 

@@ -52,9 +52,11 @@ static void pack_blocks(nc_move_vec *m, MPI_Comm comm, int unpack)
         MPI_Aint lb, extent;
         PMPI_Type_get_extent(type_of(m, i), &lb, &extent);
         char *packed = m->v.base + m->v.offs[i];
-        nc_buffer block = {packed, len, address_at(m->user, user_offset(m, i, extent)), count_of(m, i), type_of(m, i), packed};
+        char *user = address_at(m->user, user_offset(m, i, extent));
+        nc_buffer block = {packed, len, user, count_of(m, i), type_of(m, i), packed};
         int err = nc_buffer_transfer(&block, comm, unpack);
-        if (err != MPI_SUCCESS) nc_fatal("%s of a committed datatype failed (error %d)", unpack ? "unpacking" : "packing", err);
+        if (err != MPI_SUCCESS)
+            nc_fatal("%s of a committed datatype failed (error %d)", unpack ? "unpacking" : "packing", err);
     }
 }
 
@@ -121,8 +123,8 @@ static int open_in_place(nc_move_vec *m, const int64_t *offs)
             }
         }
         char *base = address_at(m->user, offs[i]);
-        blocks[i] = type ? nc_data_typed(base, type, (size_t)count_of(m, i), (size_t)cfg->dtype_iov_min_run, &cursors[i])
-                         : nc_data_bytes(base);
+        size_t count = (size_t)count_of(m, i), min_run = (size_t)cfg->dtype_iov_min_run;
+        blocks[i] = type ? nc_data_typed(base, type, count, min_run, &cursors[i]) : nc_data_bytes(base);
     }
     m->cursors = cursors;
     m->v = (nc_vec){.lens = m->table, .offs = m->table + n, .blocks = blocks};
@@ -233,36 +235,77 @@ static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int 
     return 0;
 }
 
+/* (Each part tested first: a blocking call of predefined types has none, and frees nothing.) */
 static void vec_release(nc_move_vec *m)
 {
-    free(m->staging);
-    for (int i = 0; m->v.blocks && i < m->n; i++) nc_data_release(&m->v.blocks[i]);
-    free(m->v.blocks);
-    free(m->cursors);
+    if (m->staging) free(m->staging);
+    if (m->v.blocks) {
+        for (int i = 0; i < m->n; i++) nc_data_release(&m->v.blocks[i]);
+        free(m->v.blocks);
+        free(m->cursors);
+    }
+    if (m->owned) {
+        for (int i = 0; i < (m->types ? m->n : 1); i++) nc_mpi_release_type(&m->held[i]);
+        free(m->owned);
+    }
     m->staging = NULL;
     m->v.blocks = NULL;
     m->cursors = NULL;
-    for (int i = 0; m->owned && i < (m->types ? m->n : 1); i++) nc_mpi_release_type(&m->held[i]);
-    free(m->owned);
     m->owned = NULL;
 }
 
-/* A vector argument of `count` elements of `type` per block, back to back. */
-static nc_move_vec vec_uniform(const void *buf, int count, MPI_Datatype type)
+/* The entry points describe a call field by field: clearing whole structures (the vectors'
+ * open state too) cost a blocking call more than the rest of its description. */
+
+/* A call's collective, root and single buffer (count 0 and no buffer for Alltoall). */
+static void args_set(nc_move_args *a, nc_coll_id coll, int root, const void *one, int count, MPI_Datatype type)
 {
-    return (nc_move_vec){.user = (char *)buf, .count = count, .type = type};
+    a->coll = coll;
+    a->root = root;
+    a->one = one;
+    a->one_count = count;
+    a->one_type = type;
+}
+
+static void vec_set(nc_move_vec *m, const void *buf, const int *counts, const int *displs, int count,
+                    MPI_Datatype type, const MPI_Datatype *types, int vector)
+{
+    m->user = (char *)buf;
+    m->counts = counts;
+    m->displs = displs;
+    m->count = count;
+    m->type = type;
+    m->types = types;
+    m->vector = vector;
+}
+
+/* A vector argument of `count` elements of `type` per block, back to back. */
+static void vec_uniform(nc_move_vec *m, const void *buf, int count, MPI_Datatype type)
+{
+    vec_set(m, buf, NULL, NULL, count, type, NULL, 0);
 }
 
 /* A vector argument of the v-forms: counts and displacements per block. */
-static nc_move_vec vec_varying(const void *buf, const int *counts, const int *displs, MPI_Datatype type)
+static void vec_varying(nc_move_vec *m, const void *buf, const int *counts, const int *displs, MPI_Datatype type)
 {
-    return (nc_move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .type = type, .vector = 1};
+    vec_set(m, buf, counts, displs, 0, type, NULL, 1);
 }
 
 /* Alltoallw's: a datatype per block, displacements in bytes. */
-static nc_move_vec vec_typed(const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
+static void vec_typed(nc_move_vec *m, const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
 {
-    return (nc_move_vec){.user = (char *)buf, .counts = counts, .displs = displs, .types = types, .vector = 2};
+    vec_set(m, buf, counts, displs, 0, MPI_DATATYPE_NULL, types, 2);
+}
+
+/* Before a vector is opened (or if it never is): nothing to release. */
+static void vec_unopened(nc_move_vec *m, int n)
+{
+    m->n = n;
+    m->opened = 0;
+    m->staging = NULL;
+    m->v.blocks = NULL;
+    m->cursors = NULL;
+    m->owned = NULL;
 }
 
 /* The bytes of every block of an opened vector. */
@@ -288,8 +331,9 @@ static int open_one(nc_mpi_move_call *m, MPI_Comm comm)
 {
     void *buf = (void *)m->a.one;
     MPI_Datatype type = m->request ? held_type(m->a.one_type, &m->held_one_type) : m->a.one_type;
-    if (m->one_output) return nc_buffer_open_data(&m->one, &m->one_data, &m->cursor, buf, m->a.one_count, type, comm, 0);
-    return nc_buffer_open(&m->one, buf, m->a.one_count, type, comm, 0);
+    int count = m->a.one_count;
+    if (m->one_output) return nc_buffer_open_data(&m->one, &m->one_data, &m->cursor, buf, count, type, comm, 0);
+    return nc_buffer_open(&m->one, buf, count, type, comm, 0);
 }
 
 /* Gather(v), Scatter(v): the root's vector is opened, its counts and displacements
@@ -316,12 +360,13 @@ static int open_alltoall(nc_mpi_move_call *m, nc_mpi_comm *s)
     return (!m->in_place && vec_open(m, s, &m->a.send, 1)) || vec_open(m, s, &m->a.recv, m->in_place);
 }
 
-/* Fills m from the call's arguments a: NC_ALG_COUNT when nodecoll runs it, else the reason
+/* Opens m, whose arguments m->a are set: NC_ALG_COUNT when nodecoll runs it, else the reason
  * the host MPI does (the registry's, the same on every rank, or this rank's arguments). */
-static nc_alg_id move_open(nc_mpi_move_call *m, const nc_move_args *a, nc_mpi_comm *s, MPI_Comm comm, int request)
+static nc_alg_id move_open(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm, int request)
 {
-    m->a = *a;
-    m->a.send.n = m->a.recv.n = s->coll.size;
+    const nc_move_args *a = &m->a;
+    vec_unopened(&m->a.send, s->coll.size);
+    vec_unopened(&m->a.recv, s->coll.size);
     m->request = request;
     m->in_place = is_alltoall(a->coll) ? a->send.user == MPI_IN_PLACE : a->one == MPI_IN_PLACE;
     m->is_root = s->coll.rank == a->root;
@@ -363,7 +408,10 @@ static nc_args run_args(nc_mpi_move_call *m)
                               .send_vec = m->a.send.opened ? &m->a.send.v : NULL,
                               .recv_vec = m->a.recv.opened ? &m->a.recv.v : NULL}};
 }
-static size_t run_bytes(const nc_mpi_move_call *m) { return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes; }
+static size_t run_bytes(const nc_mpi_move_call *m)
+{
+    return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes;
+}
 
 static void pack_or_die(int err)
 {
@@ -406,16 +454,19 @@ static const nc_mpi_call_form move_form = {move_request_begin, move_request_deli
 
 enum { RUN_HOST = -1 }; /* (else MPI_SUCCESS or an error, already raised) */
 
-/* The call `a` describes, in form f: run by nodecoll (blocking: to completion; else issued
- * as a request), or RUN_HOST: the caller hands it to the host's form of the call. */
-static int move_call(const nc_move_args *a, MPI_Comm comm, const nc_call_form_args *f)
+/* The call whose arguments `described->a` holds (the caller's: a blocking call runs in it),
+ * in form f: run by nodecoll (blocking: to completion; else issued as a request, which
+ * copies the arguments), or RUN_HOST: the caller hands it to the host's form of the call. */
+NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const nc_call_form_args *f)
 {
+    const nc_move_args *a = &described->a;
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, a->coll, f);
     if (!s) return RUN_HOST;
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &move_form, f->persistent);
     if (!f->blocking && !r) return RUN_HOST;
-    nc_mpi_move_call stack_call, *m = r ? &r->call.move : &stack_call;
-    nc_alg_id host = move_open(m, a, s, comm, r != NULL);
+    nc_mpi_move_call *m = r ? &r->call.move : described;
+    if (r) m->a = *a;
+    nc_alg_id host = move_open(m, s, comm, r != NULL);
     uint64_t bytes = host == NC_ALG_COUNT ? check_bytes(m, s) : NC_CALL_ANY_BYTES;
     nc_call_record call = {a->coll, a->root, NC_CALL_NONE, host, bytes, 0};
     int err = nc_mpi_enter_form(s, comm, &call, f);
@@ -441,13 +492,14 @@ static int move_call(const nc_move_args *a, MPI_Comm comm, const nc_call_form_ar
 
 /* ---- the entry points ------------------------------------------------------------------
  * Collective Name's blocking, nonblocking and persistent entry points (NC_CALL_FORMS) from
- * its parameter list and arguments (both parenthesised) and `describe`, the nc_move_args
- * its parameters make (parenthesised): each runs the call, or hands it to the host's form. */
+ * its parameter list and arguments (both parenthesised) and `describe`, which fills `call.a`
+ * from its parameters (parenthesised): each runs the call, or hands it to the host's form. */
 #define NC_MOVE_FORMS(Name, IName, params, args, describe)                                 \
-    static int Name##_call(NC_UNPAREN params, const nc_call_form_args *f)                  \
+    NC_FORM_INLINE int Name##_call(NC_UNPAREN params, const nc_call_form_args *f)          \
     {                                                                                      \
-        nc_move_args a = NC_UNPAREN describe;                                              \
-        int err = move_call(&a, comm, f);                                                  \
+        nc_mpi_move_call call; /* (uncleared: described and opened field by field) */      \
+        NC_UNPAREN describe;                                                               \
+        int err = move_call(&call, comm, f);                                               \
         return err != RUN_HOST ? err : NC_HOST_FORM(f, Name, IName, NC_UNPAREN args);      \
     }                                                                                      \
     NC_CALL_FORMS(Name, IName, Name##_call, params, args)
@@ -463,53 +515,57 @@ static int move_call(const nc_move_args *a, MPI_Comm comm, const nc_call_form_ar
 
 NC_MOVE_FORMS(Gather, Igather,
               NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
-              ((nc_move_args){NC_COLL_GATHER, root, sendbuf, scount, stype, .recv = vec_uniform(recvbuf, rcount, rtype)}))
+              (args_set(&call.a, NC_COLL_GATHER, root, sendbuf, scount, stype),
+               vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
 
 NC_MOVE_FORMS(Gatherv, Igatherv,
               (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
                const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm),
               (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, root, comm),
-              ((nc_move_args){NC_COLL_GATHERV, root, sendbuf, scount, stype,
-                              .recv = vec_varying(recvbuf, rcounts, displs, rtype)}))
+              (args_set(&call.a, NC_COLL_GATHERV, root, sendbuf, scount, stype),
+               vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
 
 NC_MOVE_FORMS(Scatter, Iscatter,
               NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
-              ((nc_move_args){NC_COLL_SCATTER, root, recvbuf, rcount, rtype, .send = vec_uniform(sendbuf, scount, stype)}))
+              (args_set(&call.a, NC_COLL_SCATTER, root, recvbuf, rcount, rtype),
+               vec_uniform(&call.a.send, sendbuf, scount, stype)))
 
 NC_MOVE_FORMS(Scatterv, Iscatterv,
               (const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *recvbuf,
                int rcount, MPI_Datatype rtype, int root, MPI_Comm comm),
               (sendbuf, scounts, displs, stype, recvbuf, rcount, rtype, root, comm),
-              ((nc_move_args){NC_COLL_SCATTERV, root, recvbuf, rcount, rtype,
-                              .send = vec_varying(sendbuf, scounts, displs, stype)}))
+              (args_set(&call.a, NC_COLL_SCATTERV, root, recvbuf, rcount, rtype),
+               vec_varying(&call.a.send, sendbuf, scounts, displs, stype)))
 
 NC_MOVE_FORMS(Allgather, Iallgather,
               NC_ALL_PARAMS, NC_ALL_ARGS,
-              ((nc_move_args){NC_COLL_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype,
-                              .recv = vec_uniform(recvbuf, rcount, rtype)}))
+              (args_set(&call.a, NC_COLL_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype),
+               vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
 
 NC_MOVE_FORMS(Allgatherv, Iallgatherv,
               (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
                const int displs[], MPI_Datatype rtype, MPI_Comm comm),
               (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm),
-              ((nc_move_args){NC_COLL_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype,
-                              .recv = vec_varying(recvbuf, rcounts, displs, rtype)}))
+              (args_set(&call.a, NC_COLL_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype),
+               vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
 
 NC_MOVE_FORMS(Alltoall, Ialltoall,
               NC_ALL_PARAMS, NC_ALL_ARGS,
-              ((nc_move_args){NC_COLL_ALLTOALL, NC_CALL_NONE, .send = vec_uniform(sendbuf, scount, stype),
-                              .recv = vec_uniform(recvbuf, rcount, rtype)}))
+              (args_set(&call.a, NC_COLL_ALLTOALL, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+               vec_uniform(&call.a.send, sendbuf, scount, stype), vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
 
 NC_MOVE_FORMS(Alltoallv, Ialltoallv,
               (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,
                const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm),
               (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm),
-              ((nc_move_args){NC_COLL_ALLTOALLV, NC_CALL_NONE, .send = vec_varying(sendbuf, scounts, sdispls, stype),
-                              .recv = vec_varying(recvbuf, rcounts, rdispls, rtype)}))
+              (args_set(&call.a, NC_COLL_ALLTOALLV, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+               vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),
+               vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype)))
 
 NC_MOVE_FORMS(Alltoallw, Ialltoallw,
               (const void *sendbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[],
                void *recvbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm),
               (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
-              ((nc_move_args){NC_COLL_ALLTOALLW, NC_CALL_NONE, .send = vec_typed(sendbuf, scounts, sdispls, stypes),
-                              .recv = vec_typed(recvbuf, rcounts, rdispls, rtypes)}))
+              (args_set(&call.a, NC_COLL_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+               vec_typed(&call.a.send, sendbuf, scounts, sdispls, stypes),
+               vec_typed(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))
