@@ -178,6 +178,10 @@ int main(int argc, char **argv)
     options_parse(argc, argv, &o);
     if (!o.error[0]) options_export_env(&o);
     MPI_Init(&argc, &argv);
+    /* A nodecoll communicator is set up by its first blocking collective; without this, a run
+     * of nonblocking or persistent calls only (--overlap, --mode nonblocking) would measure
+     * the host on both sides. */
+    MPI_Barrier(MPI_COMM_WORLD);
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (o.help || o.error[0] || persistent_missing(&o, rank)) {
