@@ -451,7 +451,9 @@ static int check_round(struct run_state *st, int round, int tell)
     char *out = output_of(st, &bytes);
     memcpy(st->a->shadow, out, bytes);
     prepare_check(st, seed);
-    call_once(st, VAR_HOST);
+    /* The oracle is the host's blocking call in every mode: MPICH 4.0.2's own persistent
+     * collectives deliver nothing from their second start on. */
+    if (st->pt->coll->forms->run(coll_api(VAR_HOST), &st->call)) call_failed(st, VAR_HOST, "call");
     if (!compares_here(st) || !memcmp(st->a->shadow, out, bytes)) return 0;
     if (tell) report_mismatch(st, st->a->shadow, out, bytes);
     return 1;
