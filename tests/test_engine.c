@@ -66,6 +66,29 @@ static void make_comm(nc_comm *c, const node_world *w, int rank)
     n->pids = calloc((size_t)w->size, sizeof *n->pids);
 }
 
+/* Frees what make_comm allocated. */
+static void free_comm(nc_comm *c)
+{
+    free(c->node.slot_use);
+    free(c->node.cons_seen);
+    free(c->node.pids);
+}
+
+/* One rank's communicator over a world of `size` ranks whose segment this thread alone uses
+ * (two 4 KiB ring segments per rank); free_solo frees both. */
+static void make_solo(nc_comm *c, node_world *w, int size, int rank)
+{
+    *w = (node_world){.size = size};
+    w->layout = nc_layout_make(size, 4096, 2, 0);
+    w->base = calloc(1, w->layout.total);
+    make_comm(c, w, rank);
+}
+static void free_solo(nc_comm *c, node_world *w)
+{
+    free_comm(c);
+    free(w->base);
+}
+
 static void fill(unsigned char *p, size_t bytes, int salt)
 {
     for (size_t i = 0; i < bytes; i++) p[i] = (unsigned char)(i * 13 + (size_t)salt);
@@ -171,19 +194,15 @@ static void *run_rank(void *arg)
                   atomic_load_explicit(&f->aux[1], memory_order_relaxed) == c.node.sync_seq,
               "rank %d: fragments/barriers taken differ from rank %d's", a->rank, r);
     }
-    free(c.node.slot_use);
-    free(c.node.cons_seen);
-    free(c.node.pids);
+    free_comm(&c);
     return NULL;
 }
 
 static void check_registry(void)
 {
-    node_world w = {.size = 4};
+    node_world w;
     nc_comm c;
-    w.layout = nc_layout_make(4, 4096, 2, 0);
-    w.base = calloc(1, w.layout.total);
-    make_comm(&c, &w, 0);
+    make_solo(&c, &w, 4, 0);
     nc_args barrier = {.coll = NC_COLL_BARRIER, .root = -1}, bcast = {.coll = NC_COLL_BCAST, .root = 0};
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_dissemination, "one node: Barrier by dissemination");
     CHECK(nc_registry_select(&c, &bcast, 8) == &nc_bcast_node, "a Bcast call on one node runs the node step");
@@ -204,10 +223,7 @@ static void check_registry(void)
     c.cfg.barrier_alg = NC_BARRIER_FLAT;
     memset(c.chosen, 0, sizeof c.chosen);
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_flat, "forced flat");
-    free(c.node.slot_use);
-    free(c.node.cons_seen);
-    free(c.node.pids);
-    free(w.base);
+    free_solo(&c, &w);
 }
 
 /* Rank `r` of the node has consumed every fragment below frag_end. */
@@ -218,11 +234,9 @@ static void consume(nc_node *n, int r, uint64_t frag_end) { nc_flag_post(&nc_nod
  * have consumed it, whoever else has; a blocked check names the flag and value it needs. */
 static void check_ledger(void)
 {
-    node_world w = {.size = 5};
+    node_world w;
     nc_comm c;
-    w.layout = nc_layout_make(5, 4096, 2, 0);
-    w.base = calloc(1, w.layout.total);
-    make_comm(&c, &w, 1);
+    make_solo(&c, &w, 5, 1);
     nc_node *n = &c.node;
     nc_op op = {.c = &c};
     nc_frag_place ring = {0, 0}, inline_place = nc_frag_place_aligned(8);
@@ -252,10 +266,7 @@ static void check_ledger(void)
     consume(n, 4, 8);
     CHECK(nc_slot_free(&op, n, inline_place, 7 + NC_INLINE_SLOTS), "an any-reader slot is free once all consumed it");
     CHECK(nc_slot_free(&op, n, inline_place, 8), "another inline slot is untouched");
-    free(n->slot_use);
-    free(n->cons_seen);
-    free(n->pids);
-    free(w.base);
+    free_solo(&c, &w);
 }
 
 int main(int argc, char **argv)

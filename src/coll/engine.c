@@ -292,14 +292,13 @@ int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
     op.args = args;
     op.bytes = bytes;
     op.blocking = 1;
+    op.finished = NULL;
     op.err = 0;
     op.wait = (nc_waiting){0};
     *(int *)(void *)op.state = 0;
     nc_op_count(&op);
     if (op.alg->plan) op.alg->plan(&op, op.state);
-    nc_comm_drain(c);
-    while (op.alg->progress(&op, op.state) == NC_PENDING) wait_for(c, &op.wait);
-    return nc_call_result(c, op.err);
+    return nc_op_run(&op);
 }
 
 /* ---- the progress thread ---------------------------------------------------------------
