@@ -12,20 +12,25 @@ int nc_consumed(nc_op *op, nc_node *n, int rank, uint64_t frag_end)
     return n->cons_seen[rank] >= frag_end || nc_flag_reached(op, cons, frag_end);
 }
 
+/* (Once all have, the lowest value seen is a floor that answers the next checks inline.) */
 int nc_all_consumed(nc_op *op, nc_node *n, uint64_t frag_end)
 {
-    for (int r = 0; r < n->size; r++)
-        if (r != n->rank && !nc_consumed(op, n, r, frag_end)) return 0;
+    uint64_t floor = UINT64_MAX;
+    for (int r = 0; r < n->size; r++) {
+        if (r == n->rank) continue;
+        if (!nc_consumed(op, n, r, frag_end)) return 0;
+        if (n->cons_seen[r] < floor) floor = n->cons_seen[r];
+    }
+    if (floor != UINT64_MAX && floor > n->cons_floor) n->cons_floor = floor;
     return 1;
 }
 
 /* The readers of a slot's last fragment: the children of my place in that Bcast's tree. */
 static int tree_children_consumed(nc_op *op, nc_node *n, int root, int radix, uint64_t frag_end)
 {
-    int v = nc_vrank(n->rank, root, n->size), first = nc_tree_first_child(v, radix);
-    int count = nc_tree_child_count(v, radix, n->size);
-    for (int i = 0; i < count; i++)
-        if (!nc_consumed(op, n, nc_rank_of(first + i, root, n->size), frag_end)) return 0;
+    const nc_tree_pos *t = nc_tree_pos_memo(&n->tree_memo, n->rank, n->size, root, radix);
+    for (int i = 0; i < t->children; i++)
+        if (!nc_consumed(op, n, nc_rank_of(t->first_child + i, root, n->size), frag_end)) return 0;
     return 1;
 }
 

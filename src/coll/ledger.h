@@ -39,7 +39,7 @@ int nc_slot_readers_done(struct nc_op *op, nc_node *n, const nc_slot_use *use);
 static inline int nc_slot_free(struct nc_op *op, nc_node *n, nc_frag_place p, uint64_t g)
 {
     const nc_slot_use *use = nc_frag_use(n, p, g);
-    return !use->frag_end || nc_slot_readers_done(op, n, use);
+    return use->frag_end <= n->cons_floor || nc_slot_readers_done(op, n, use);
 }
 /* Takes my (free) slot for fragment g: its readers will be the children of the Bcast tree of
  * node rank `root` and `radix`, or any rank when radix is 0.  Its data area. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,13 +167,18 @@ void nc_config_from_env(nc_config *out, FILE *log)
     }
 }
 
-static nc_config process_config;
+nc_config nc_process_config;
+_Atomic int nc_process_config_loaded;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-static void load_process_config(void) { nc_config_from_env(&process_config, stderr); }
+static void load_process_config(void)
+{
+    nc_config_from_env(&nc_process_config, stderr);
+    atomic_store_explicit(&nc_process_config_loaded, 1, memory_order_release);
+}
 
-const nc_config *nc_config_get(void)
+const nc_config *nc_config_load(void)
 {
     pthread_once(&config_once, load_process_config);
-    return &process_config;
+    return &nc_process_config;
 }

@@ -2,6 +2,8 @@
 #ifndef NC_CONFIG_H
 #define NC_CONFIG_H
 
+#include <stdatomic.h>
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,7 +37,15 @@ int nc_setting_count(void);
 const nc_setting_info *nc_setting(int index);
 
 /* The process-wide settings, parsed from the environment on first use (thread-safe). */
-const nc_config *nc_config_get(void);
+const nc_config *nc_config_load(void);
+extern nc_config nc_process_config;
+extern _Atomic int nc_process_config_loaded;
+/* (Inline: every call asks; pthread_once costs a small collective a call and a branch.) */
+static inline const nc_config *nc_config_get(void)
+{
+    if (atomic_load_explicit(&nc_process_config_loaded, memory_order_acquire)) return &nc_process_config;
+    return nc_config_load();
+}
 
 /* Parses `text` for setting `info`. Returns 0 and stores the value, or -1 and writes a
  * message naming the setting and its allowed range into `err`. */

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "segment.h"
+#include "tree.h"
 #include "wait.h"
 
 /* Who read the last fragment published into one of my ring slots, so the slot is refilled
@@ -29,7 +30,9 @@ typedef struct nc_node {
     uint64_t frag;      /* pipeline fragments, summed over all calls */
     nc_slot_use *slot_use;                 /* per ring segment */
     nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
+    nc_tree_pos tree_memo; /* my place in the last tree asked for (radix 0: none yet) */
     uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
+    uint64_t cons_floor; /* every other rank is known to have consumed the fragments below this */
     /* Private working memory of the reductions, kept between calls (a freshly touched page
      * costs ~1.6 us on the development machine): [0] chunks of the slice algorithm,
      * [1] whole vectors (inter-node partial results, Reduce_scatter's full result). */

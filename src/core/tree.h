@@ -18,4 +18,28 @@ static inline int nc_tree_child_count(int v, int k, int n)
     return (int)((n - first) < k ? (n - first) : k);
 }
 
+/* A rank's place in the radix-k tree of n ranks rooted at `root`: its virtual rank, its parent
+ * (-1 at the root) and its children first_child .. first_child + children - 1 (virtual). */
+typedef struct nc_tree_pos {
+    int vrank, parent, first_child, children;
+    int root, radix;
+} nc_tree_pos;
+
+static inline nc_tree_pos nc_tree_pos_at(int rank, int n, int root, int radix)
+{
+    nc_tree_pos t = {nc_vrank(rank, root, n), -1, 0, 0, root, radix};
+    if (t.vrank) t.parent = nc_rank_of(nc_tree_parent(t.vrank, radix), root, n);
+    t.first_child = nc_tree_first_child(t.vrank, radix);
+    t.children = nc_tree_child_count(t.vrank, radix, n);
+    return t;
+}
+
+/* The place for (root, radix), from `memo` when it holds it (else computed into it): a
+ * small call asks every time, and the place costs three integer divisions. */
+static inline const nc_tree_pos *nc_tree_pos_memo(nc_tree_pos *memo, int rank, int n, int root, int radix)
+{
+    if (memo->radix != radix || memo->root != root) *memo = nc_tree_pos_at(rank, n, root, radix);
+    return memo;
+}
+
 #endif

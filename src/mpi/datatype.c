@@ -70,10 +70,13 @@ static const named_type *recent_named(MPI_Datatype type)
 }
 
 /* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
+_Thread_local nc_dense_type nc_last_dense_type;
+
 static int describe_type(MPI_Datatype type, int *size, int *dense)
 {
     const named_type *known = recent_named(type);
     if (known) {
+        if (known->dense) nc_last_dense_type = (nc_dense_type){type, (size_t)known->size};
         *size = known->size;
         *dense = known->dense;
         return 0;
@@ -86,8 +89,10 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
     if (combiner < 0 || !is_committed(type, combiner)) return 1;
     if (PMPI_Type_size(type, size) != MPI_SUCCESS) return 1;
     *dense = is_dense_named(type, combiner, *size);
-    if (combiner == MPI_COMBINER_NAMED)
+    if (combiner == MPI_COMBINER_NAMED) {
         recent_types[recent_next++ % NC_RECENT_TYPES] = (named_type){type, *size, *dense, 1};
+        if (*dense) nc_last_dense_type = (nc_dense_type){type, (size_t)*size};
+    }
     return 0;
 }
 
@@ -190,7 +195,7 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
     return open_described(b, buf, count, type, size, dense, comm, fill, 1);
 }
 
-int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count, MPI_Datatype type,
+int nc_buffer_open_data_described(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count, MPI_Datatype type,
                         MPI_Comm comm, int fill)
 {
     int size, dense;

@@ -27,8 +27,26 @@ int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Co
  * engine describes is used in place (no staging copy; l->type set, its position kept in
  * `cursor`, the caller's storage), any other as above.  Release the nc_data with
  * nc_data_release, then close the buffer. */
-int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count, MPI_Datatype type,
-                        MPI_Comm comm, int fill);
+int nc_buffer_open_data_described(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count,
+                                  MPI_Datatype type, MPI_Comm comm, int fill);
+/* The predefined type with back-to-back elements this thread described last (predefined
+ * handles are never freed, so the handle cannot name another type later). */
+typedef struct nc_dense_type {
+    MPI_Datatype type;
+    size_t size; /* 0: none yet */
+} nc_dense_type;
+extern _Thread_local nc_dense_type nc_last_dense_type;
+/* (Inline for that type: most calls use the type of the call before.) */
+static inline int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count,
+                                      MPI_Datatype type, MPI_Comm comm, int fill)
+{
+    const nc_dense_type *last = &nc_last_dense_type;
+    if (!last->size || last->type != type || count < 0)
+        return nc_buffer_open_data_described(b, l, cursor, buf, count, type, comm, fill);
+    *b = (nc_buffer){buf, (size_t)count * last->size, buf, count, type, NULL};
+    *l = nc_data_bytes(buf);
+    return b->bytes && !buf; /* (a null buffer with data is the host's error to report) */
+}
 /* Packs the user data into b->staging (or unpacks it back) with the datatype engine, or the
  * host's MPI_Pack where the engine is off or declines the type; an MPI error code. */
 int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack);

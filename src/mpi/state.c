@@ -33,7 +33,9 @@ static void set_probe_word(void) { probe_word = (uint64_t)getpid() * 0x9e3779b97
  * Each thread therefore remembers the states it used last; freeing any communicator that
  * has a state bumps the generation, which forgets every remembered entry, so a handle
  * reused by a new communicator can never find an old state. */
-static _Atomic uint64_t state_generation;
+_Atomic uint64_t nc_mpi_state_generation;
+#define state_generation nc_mpi_state_generation
+_Thread_local nc_mpi_recent nc_mpi_last_state;
 typedef struct remembered_state {
     MPI_Comm comm;
     nc_mpi_comm *state;
@@ -384,7 +386,7 @@ size_t *nc_mpi_counts(nc_mpi_comm *s)
     return s->counts;
 }
 
-nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
+nc_mpi_comm *nc_mpi_state_lookup(MPI_Comm comm, nc_coll_id coll)
 {
     nc_alg_id why;
     nc_mpi_comm *s = nc_mpi_lookup(comm, &why);
@@ -394,6 +396,8 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
 
 nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
 {
+    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
+    if (recent) return recent; /* (set up, or it would not be remembered) */
     void *value = NULL;
     int found = 0;
     if (nc_config_get()->enable && comm != MPI_COMM_NULL && comm_keyval != MPI_KEYVAL_INVALID)
@@ -402,7 +406,7 @@ nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
         nc_mpi_fallback(coll, NC_ALG_PMPI_NOT_SET_UP);
         return NULL;
     }
-    return nc_mpi_state(comm, coll); /* (set up: local) */
+    return nc_mpi_state_lookup(comm, coll); /* (set up: local) */
 }
 
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)
@@ -422,6 +426,7 @@ nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)
         *why = s->fallback;
         return NULL;
     }
+    nc_mpi_last_state = (nc_mpi_recent){comm, s, atomic_load_explicit(&state_generation, memory_order_acquire)};
     return s;
 }
 

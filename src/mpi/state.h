@@ -39,7 +39,29 @@ typedef struct nc_host_op {
 
 /* The accelerated state of comm, or NULL when this call must go to the host MPI (the reason
  * is counted for `coll`).  Collective on first use. */
-nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
+nc_mpi_comm *nc_mpi_state_lookup(MPI_Comm comm, nc_coll_id coll);
+/* The thread's last accelerated communicator (a freed communicator's state bumps the
+ * generation, which invalidates it): every call asks, usually about the same one. */
+typedef struct nc_mpi_recent {
+    MPI_Comm comm;
+    nc_mpi_comm *state;
+    uint64_t generation;
+} nc_mpi_recent;
+extern _Thread_local nc_mpi_recent nc_mpi_last_state;
+extern _Atomic uint64_t nc_mpi_state_generation;
+static inline nc_mpi_comm *nc_mpi_recent_state(MPI_Comm comm)
+{
+    const nc_mpi_recent *r = &nc_mpi_last_state;
+    if (r->state && r->comm == comm &&
+        r->generation == atomic_load_explicit(&nc_mpi_state_generation, memory_order_acquire))
+        return r->state;
+    return NULL;
+}
+static inline nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
+{
+    nc_mpi_comm *s = nc_mpi_recent_state(comm);
+    return s ? s : nc_mpi_state_lookup(comm, coll);
+}
 /* The same without counting: NULL and the reason in *why. */
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why);
 /* At least `bytes` of s->scratch (grown as needed, freed with the communicator's state). */

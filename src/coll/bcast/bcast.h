@@ -11,12 +11,12 @@
 
 /* A rank's place in the node's fan-out tree of `radix` rooted at node rank `root`
  * (parent and children as node ranks; parent -1 at the root). */
-typedef struct nc_bcast_tree {
-    int vrank, parent, first_child, children;
-    int root, radix;
-} nc_bcast_tree;
+typedef nc_tree_pos nc_bcast_tree;
 
-nc_bcast_tree nc_bcast_tree_at(const nc_node *n, int root, int radix);
+static inline nc_bcast_tree nc_bcast_tree_at(nc_node *n, int root, int radix)
+{
+    return *nc_tree_pos_memo(&n->tree_memo, n->rank, n->size, root, radix);
+}
 int nc_bcast_tree_rank(const nc_node *n, const nc_bcast_tree *t, int v);
 /* For `ready` expressions: every child of t has consumed the fragments below frag_end. */
 int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64_t frag_end);

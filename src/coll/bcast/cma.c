@@ -69,8 +69,8 @@ static size_t push_cut(size_t bytes, int children)
 static void plan(nc_op *op, void *state)
 {
     cma_state *st = state;
-    const nc_comm *c = op->c;
-    const nc_node *n = &c->node;
+    nc_comm *c = op->c;
+    nc_node *n = &c->node;
     size_t bytes = st->head.call.bytes;
     st->tree = nc_bcast_tree_at(n, st->head.call.root, (int)c->cfg.bcast_radix);
     st->chunk = (size_t)c->cfg.cma_chunk;

@@ -8,15 +8,6 @@
 #include "../ledger.h"
 #include "../../core/tree.h"
 
-nc_bcast_tree nc_bcast_tree_at(const nc_node *n, int root, int radix)
-{
-    nc_bcast_tree t = {nc_vrank(n->rank, root, n->size), -1, 0, 0, root, radix};
-    if (t.vrank) t.parent = nc_rank_of(nc_tree_parent(t.vrank, radix), root, n->size);
-    t.first_child = nc_tree_first_child(t.vrank, radix);
-    t.children = nc_tree_child_count(t.vrank, radix, n->size);
-    return t;
-}
-
 int nc_bcast_tree_rank(const nc_node *n, const nc_bcast_tree *t, int v) { return nc_rank_of(v, t->root, n->size); }
 
 int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64_t frag_end)
@@ -95,7 +86,7 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
 static void plan(nc_op *op, void *state)
 {
     nc_bcast_ring *st = state;
-    const nc_comm *c = op->c;
+    nc_comm *c = op->c;
     nc_bcast_tree tree = nc_bcast_tree_at(&c->node, st->head.call.root, (int)c->cfg.bcast_radix);
     nc_bcast_call call = st->head.call;
     nc_bcast_ring_setup(st, &call, &tree, nc_frag_place_aligned(call.bytes), 0);
