@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,41 +13,49 @@
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static nc_mpi_request *live;   /* every request handed to the user and not yet freed */
+/* Request objects are kept for reuse, each with its handle for good (see take_request), and
+ * indexed by handle in buckets that only ever grow: a completion call finds a handle's object
+ * without a lock, and the object's `live` flag says whether it is the user's right now. */
+#define NC_REQUEST_BUCKETS 256
+static _Atomic(nc_mpi_request *) buckets[NC_REQUEST_BUCKETS];
 static _Atomic int live_count; /* lets completion calls skip the lookup when zero */
 
 static int any_live(void) { return atomic_load_explicit(&live_count, memory_order_acquire) != 0; }
 
+static unsigned bucket_of(MPI_Request handle)
+{
+    uint64_t key = 0;
+    memcpy(&key, &handle, sizeof handle < sizeof key ? sizeof handle : sizeof key);
+    return (unsigned)((key * 0x9e3779b97f4a7c15ULL) >> 56) % NC_REQUEST_BUCKETS;
+}
+
 static nc_mpi_request *find(MPI_Request handle)
 {
     if (handle == MPI_REQUEST_NULL) return NULL;
-    pthread_mutex_lock(&live_lock);
-    nc_mpi_request *r = live;
-    while (r && r->handle != handle) r = r->next;
-    pthread_mutex_unlock(&live_lock);
-    return r;
+    for (nc_mpi_request *r = atomic_load_explicit(&buckets[bucket_of(handle)], memory_order_acquire); r;
+         r = r->index_next)
+        if (r->handle == handle) return atomic_load_explicit(&r->live, memory_order_acquire) ? r : NULL;
+    return NULL;
+}
+
+static void index_request(nc_mpi_request *r)
+{
+    _Atomic(nc_mpi_request *) *head = &buckets[bucket_of(r->handle)];
+    nc_mpi_request *first = atomic_load_explicit(head, memory_order_relaxed);
+    do r->index_next = first;
+    while (!atomic_compare_exchange_weak_explicit(head, &first, r, memory_order_release, memory_order_relaxed));
 }
 
 static void link_live(nc_mpi_request *r)
 {
-    pthread_mutex_lock(&live_lock);
-    r->next = live;
-    live = r;
+    atomic_store_explicit(&r->live, 1, memory_order_release);
     atomic_fetch_add_explicit(&live_count, 1, memory_order_release);
-    pthread_mutex_unlock(&live_lock);
 }
 
 static void unlink_live(nc_mpi_request *r)
 {
-    pthread_mutex_lock(&live_lock);
-    for (nc_mpi_request **at = &live; *at; at = &(*at)->next)
-        if (*at == r) {
-            *at = r->next;
-            atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
-            break;
-        }
-    pthread_mutex_unlock(&live_lock);
+    if (!atomic_exchange_explicit(&r->live, 0, memory_order_acq_rel)) return;
+    atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
 }
 
 /* Starts the progress thread on the first request when the settings ask for it. */
@@ -61,45 +71,47 @@ static void start_progress_thread(const nc_config *cfg)
 /* Handles are kept for reuse, never freed before MPI_Finalize: MPICH 4.0.2 recycles the
  * object of a freed persistent receive for the application's next persistent collective,
  * which then hangs (a plain MPICH program shows it: Recv_init, Request_free, Bcast_init,
- * Start, Wait). */
-static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Request *spare_handles;
-static int spare_count, spare_room;
+ * Start, Wait).  So each request object keeps its handle, and objects go back to a spare list
+ * (a fresh calloc, handle and index entry per nonblocking call cost more than the call). */
+static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_mpi_request *spares;
 
-static int take_handle(MPI_Request *h)
+/* A cleared request object with a handle, or NULL. */
+static nc_mpi_request *take_request(void)
 {
-    pthread_mutex_lock(&handles_lock);
-    int have = spare_count > 0;
-    if (have) *h = spare_handles[--spare_count];
-    pthread_mutex_unlock(&handles_lock);
-    if (have) return 1;
-    return PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, h) == MPI_SUCCESS;
+    pthread_mutex_lock(&spares_lock);
+    nc_mpi_request *r = spares;
+    if (r) spares = r->next_spare;
+    pthread_mutex_unlock(&spares_lock);
+    if (r) {
+        /* (not the index link and the handle: a lock-free find may be reading them) */
+        memset(r, 0, offsetof(nc_mpi_request, index_next));
+        return r;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    if (PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle) != MPI_SUCCESS) {
+        free(r);
+        return NULL;
+    }
+    index_request(r);
+    return r;
 }
 
-static void give_back_handle(MPI_Request h)
+static void give_back_request(nc_mpi_request *r)
 {
-    pthread_mutex_lock(&handles_lock);
-    if (spare_count == spare_room) {
-        int room = spare_room ? 2 * spare_room : 64;
-        MPI_Request *grown = realloc(spare_handles, (size_t)room * sizeof *grown);
-        if (!grown) nc_fatal("out of memory for request handles");
-        spare_handles = grown;
-        spare_room = room;
-    }
-    spare_handles[spare_count++] = h;
-    pthread_mutex_unlock(&handles_lock);
+    pthread_mutex_lock(&spares_lock);
+    r->next_spare = spares;
+    spares = r;
+    pthread_mutex_unlock(&spares_lock);
 }
 
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
     nc_mpi_release_freed();
     start_progress_thread(&s->coll.cfg);
-    nc_mpi_request *r = calloc(1, sizeof *r);
+    nc_mpi_request *r = take_request();
     if (!r) return NULL;
-    if (!take_handle(&r->handle)) {
-        free(r);
-        return NULL;
-    }
     r->s = s;
     nc_mpi_comm_hold(s);
     r->comm = comm;
@@ -111,9 +123,8 @@ nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_c
 static void destroy(nc_mpi_request *r)
 {
     if (r->form->release) r->form->release(r);
-    give_back_handle(r->handle);
     nc_mpi_comm_drop(r->s);
-    free(r);
+    give_back_request(r);
 }
 
 void nc_mpi_request_discard(nc_mpi_request *r) { destroy(r); }

@@ -152,7 +152,6 @@ struct nc_mpi_request {
     const nc_mpi_call_form *form;
     nc_mpi_comm *s;
     MPI_Comm comm;
-    MPI_Request handle; /* the user's: an inactive host persistent request */
     int persistent;
     int active;         /* started, not yet completed by a completion call */
     _Atomic int detached; /* freed while active: released when the operation completes */
@@ -162,8 +161,12 @@ struct nc_mpi_request {
         nc_mpi_reduce_call reduce;
         nc_mpi_move_call move;
     } call;
-    nc_mpi_request *next; /* live requests */
     nc_mpi_request *next_deferred;
+    nc_mpi_request *next_spare;
+    /* Kept when the object is reused (request.c): */
+    nc_mpi_request *index_next; /* the next object of its handle's bucket */
+    MPI_Request handle;         /* the user's: an inactive host persistent request */
+    _Atomic int live;           /* handed to the user and not yet freed */
 };
 
 /* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent

@@ -28,7 +28,12 @@ static void plan(nc_op *op, void *state)
     else st->radix = c->node.size <= 16 ? (c->node.size < 2 ? 2 : c->node.size) : 6;
 }
 
-static int peer_behind(const nc_node *n, long distance) { return (int)((n->rank - distance % n->size + n->size) % n->size); }
+/* (distance < n->size: a subtraction, not two integer divisions, on the barrier's path) */
+static int peer_behind(const nc_node *n, long distance)
+{
+    long peer = n->rank - distance;
+    return (int)(peer < 0 ? peer + n->size : peer);
+}
 
 static nc_step progress(nc_op *op, void *state)
 {
