@@ -224,9 +224,19 @@ void nc_op_start(nc_op *op)
     enqueue(op);
 }
 
+/* Its own communicator first, without the engine's list lock (usually what completes it;
+ * its communicator stays listed, so the next start there need not list it again), then
+ * everything else: op may wait for a peer that waits for another operation of ours. */
 int nc_op_test(nc_op *op)
 {
-    if (!atomic_load_explicit(&op->done, memory_order_acquire)) nc_engine_progress();
+    if (atomic_load_explicit(&op->done, memory_order_acquire)) return 1;
+    nc_comm *c = op->c;
+    if (try_lock(c)) {
+        progress_queue(c);
+        unlock(c);
+        if (atomic_load_explicit(&op->done, memory_order_acquire)) return 1;
+    }
+    nc_engine_progress();
     return atomic_load_explicit(&op->done, memory_order_acquire);
 }
 

@@ -75,14 +75,25 @@ static void start_progress_thread(const nc_config *cfg)
  * (a fresh calloc, handle and index entry per nonblocking call cost more than the call). */
 static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *spares;
+/* A few spares per thread first, without the lock (a thread's loop of nonblocking calls
+ * reuses one object; what a thread keeps when it ends stays unused). */
+#define NC_THREAD_SPARES 4
+static _Thread_local nc_mpi_request *my_spares;
+static _Thread_local int my_spare_count;
 
 /* A cleared request object with a handle, or NULL. */
 static nc_mpi_request *take_request(void)
 {
-    pthread_mutex_lock(&spares_lock);
-    nc_mpi_request *r = spares;
-    if (r) spares = r->next_spare;
-    pthread_mutex_unlock(&spares_lock);
+    nc_mpi_request *r = my_spares;
+    if (r) {
+        my_spares = r->next_spare;
+        my_spare_count--;
+    } else {
+        pthread_mutex_lock(&spares_lock);
+        r = spares;
+        if (r) spares = r->next_spare;
+        pthread_mutex_unlock(&spares_lock);
+    }
     if (r) {
         /* (not the index link and the handle: a lock-free find may be reading them) */
         memset(r, 0, offsetof(nc_mpi_request, index_next));
@@ -100,6 +111,12 @@ static nc_mpi_request *take_request(void)
 
 static void give_back_request(nc_mpi_request *r)
 {
+    if (my_spare_count < NC_THREAD_SPARES) {
+        r->next_spare = my_spares;
+        my_spares = r;
+        my_spare_count++;
+        return;
+    }
     pthread_mutex_lock(&spares_lock);
     r->next_spare = spares;
     spares = r;
