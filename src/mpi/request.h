@@ -113,9 +113,9 @@ typedef struct nc_mpi_call_form {
 typedef struct nc_mpi_bcast_call {
     nc_buffer buffer;
     nc_data data;
-    nc_dt_cursor cursor;
     int is_root;
     MPI_Datatype held_type; /* a derived type the request holds (nc_mpi_hold_type), or MPI_DATATYPE_NULL */
+    nc_dt_cursor cursor;    /* (last: about 1 KiB the datatype engine positions before any use) */
 } nc_mpi_bcast_call;
 
 /* A reduction (Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan).  A blocking call
