@@ -178,17 +178,8 @@ typedef struct ttype {
         return fabs((double)creal(x - y)) + fabs((double)cimag(x - y));                             \
     }
 
-/* Values from a small range so ties exercise the lower-index rule. */
-#define DEF_PAIR(V, N)                                                                              \
-    typedef struct { V v; int i; } pair_##N;                                                        \
-    static void gen_##N(void *x, int op, uint64_t *rng)                                             \
-    {                                                                                               \
-        pair_##N p;                                                                                 \
-        memset(&p, 0, sizeof p);                                                                    \
-        p.v = (V)(t_rand(rng) % 5);                                                                 \
-        p.i = (int)(t_rand(rng) % 1000);                                                            \
-        memcpy(x, &p, sizeof p);                                                                    \
-    }                                                                                               \
+/* MINLOC/MAXLOC on a pair_N {v, i}: the lower index wins a tie. */
+#define DEF_PAIR_OPS(N)                                                                             \
     static void combine_##N(int op, const void *in, void *inout)                                    \
     {                                                                                               \
         pair_##N a, b;                                                                              \
@@ -205,6 +196,19 @@ typedef struct ttype {
         memcpy(&y, b, sizeof y);                                                                    \
         return x.v == y.v && x.i == y.i;                                                            \
     }
+
+/* Values from a small range so ties exercise the lower-index rule. */
+#define DEF_PAIR(V, N)                                                                              \
+    typedef struct { V v; int i; } pair_##N;                                                        \
+    static void gen_##N(void *x, int op, uint64_t *rng)                                             \
+    {                                                                                               \
+        pair_##N p;                                                                                 \
+        memset(&p, 0, sizeof p);                                                                    \
+        p.v = (V)(t_rand(rng) % 5);                                                                 \
+        p.i = (int)(t_rand(rng) % 1000);                                                            \
+        memcpy(x, &p, sizeof p);                                                                    \
+    }                                                                                               \
+    DEF_PAIR_OPS(N)
 
 DEF_INT(signed char, schar) DEF_INT(unsigned char, uchar) DEF_INT(short, short) DEF_INT(unsigned short, ushort)
 DEF_INT(int, int) DEF_INT(unsigned, uint) DEF_INT(long, long) DEF_INT(unsigned long, ulong)
@@ -262,22 +266,7 @@ enum { T_INT_INDEX = 4 };
         pair_##N p = {(V)(t_rand(rng) % 5), (V)(t_rand(rng) % 1000)};                               \
         memcpy(x, &p, sizeof p);                                                                    \
     }                                                                                               \
-    static void combine_##N(int op, const void *in, void *inout)                                    \
-    {                                                                                               \
-        pair_##N a, b;                                                                              \
-        memcpy(&a, in, sizeof a);                                                                   \
-        memcpy(&b, inout, sizeof b);                                                                \
-        int a_wins = op == O_MINLOC ? a.v < b.v : a.v > b.v;                                        \
-        if (a_wins || (a.v == b.v && a.i < b.i)) b = a;                                             \
-        memcpy(inout, &b, sizeof b);                                                                \
-    }                                                                                               \
-    static int same_##N(const void *a, const void *b)                                               \
-    {                                                                                               \
-        pair_##N x, y;                                                                              \
-        memcpy(&x, a, sizeof x);                                                                    \
-        memcpy(&y, b, sizeof y);                                                                    \
-        return x.v == y.v && x.i == y.i;                                                            \
-    }
+    DEF_PAIR_OPS(N)
 DEF_FPAIR(float, real_real) DEF_FPAIR(double, double_double)
 
 /* LOGICAL: false, true and other values the host reads as something; the host itself
