@@ -54,6 +54,9 @@ module nc_ftest
   HANDLE(MPI_Comm) :: comm
   ! two INTEGERs in an extent of four (every other INTEGER): a derived type with gaps
   HANDLE(MPI_Datatype) :: gtype
+  ! two contiguous INTEGERs, the user op's datatype (pair_op)
+  HANDLE(MPI_Datatype) :: ptype, pair_op_type ! (the type of the call pair_op serves)
+  integer :: pair_op_bad_type = 0
 
   ! nodecoll's counters, looked up in the preloaded library
   abstract interface
@@ -844,6 +847,84 @@ contains
     call served(trim(coll), form)
   end subroutine
 
+  ! ---- a user op (MPI_OP_CREATE) on a derived type: pairs of INTEGERs, summed and maxed ------
+  ! (the function checks that it is given the datatype's Fortran handle)
+  subroutine pair_op(invec, inoutvec, len, datatype)
+#if NC_BINDING == 3
+    type(c_ptr), value :: invec, inoutvec
+    integer :: len
+    type(MPI_Datatype) :: datatype
+    integer, pointer :: a(:, :), b(:, :)
+    call c_f_pointer(invec, a, [2, len])
+    call c_f_pointer(inoutvec, b, [2, len])
+#else
+    integer :: len, datatype
+    integer :: invec(2, len), inoutvec(2, len)
+#define a invec
+#define b inoutvec
+#endif
+    if (.not. (datatype == pair_op_type)) pair_op_bad_type = pair_op_bad_type + 1
+    b(1, :) = a(1, :) + b(1, :)
+    b(2, :) = max(a(2, :), b(2, :))
+#undef a
+#undef b
+  end subroutine
+
+  ! Allreduce (Reduce to a root in the derived form) with it; the persistent request's op and
+  ! datatype are freed before it starts.
+  subroutine t_user_op(form)
+    integer, intent(in) :: form
+    integer :: n, r, i, root
+    logical :: receives
+    integer, allocatable :: sb(:, :), rb(:, :), want(:, :)
+    HANDLE(MPI_Op) :: op
+    HANDLE(MPI_Datatype) :: t
+    HANDLE(MPI_Request) :: req
+    character(len=9) :: coll
+    coll = merge('reduce   ', 'allreduce', form == F_DERIVED)
+    if (host_bug(trim(coll), form)) return
+    n = pick(form, 9)
+    root = mod(form, np)
+    receives = form /= F_DERIVED .or. me == root
+    allocate (sb(2, n), rb(2, n), want(2, n))
+    do i = 1, n
+      sb(:, i) = [val(me, i), mod(me*3 + i, 7)]
+      want(:, i) = [sum([(val(r, i), r=0, np - 1)]), maxval([(mod(r*3 + i, 7), r=0, np - 1)])]
+    end do
+    rb = GAP
+    call MPI_Op_create(pair_op, .true., op, ierr)
+    call ok('MPI_OP_CREATE')
+    t = ptype
+    pair_op_type = t
+    select case (form)
+    case (F_INPLACE)
+      rb = sb
+      call MPI_Allreduce(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
+    case (F_DERIVED)
+      call MPI_Reduce(sb, rb, n, t, op, root, comm, ierr)
+    case (F_NONBLOCKING)
+      call MPI_Iallreduce(sb, rb, n, t, op, comm, req, ierr)
+      call complete(req, .false., 'allreduce user op')
+    case (F_PERSISTENT)
+      call MPI_Type_dup(ptype, t, ierr)
+      call MPI_Type_commit(t, ierr)
+      pair_op_type = t
+      call PINIT(Allreduce)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr)
+      call MPI_Op_free(op, ierr)
+      call ok('MPI_OP_FREE of a user op a persistent request holds')
+      call MPI_Type_free(t, ierr)
+      call run_persistent(req, 'allreduce user op')
+    case default
+      call MPI_Allreduce(sb, rb, n, t, op, comm, ierr)
+    end select
+    call ok(trim(coll)//' user op')
+    if (receives) call check_ints(reshape(rb, [2*n]), reshape(want, [2*n]), trim(coll)//' user op '//form_names(form))
+    call served(trim(coll), form)
+    if (form /= F_PERSISTENT) call MPI_Op_free(op, ierr)
+    call ok('MPI_OP_FREE')
+    call check(pair_op_bad_type == 0, 'the user op was not given its datatype''s Fortran handle')
+  end subroutine
+
   ! ---- Allreduce on the Fortran datatypes ---------------------------------------------------
   subroutine t_fortran_types()
     integer, parameter :: n = 33
@@ -1096,6 +1177,8 @@ program test_fortran
   call MPI_Type_create_resized(pair, lb, 4*extent, gtype, ierr)
   call MPI_Type_free(pair, ierr)
   call MPI_Type_commit(gtype, ierr)
+  call MPI_Type_contiguous(2, MPI_INTEGER, ptype, ierr)
+  call MPI_Type_commit(ptype, ierr)
 
   do form = 1, NFORMS
     call t_barrier(form)
@@ -1115,6 +1198,7 @@ program test_fortran
     call t_reduce(form, 'exscan')
     call t_reduce_scatter(form, .false.)
     call t_reduce_scatter(form, .true.)
+    call t_user_op(form)
   end do
   call t_fortran_types()
   call t_bottom()
@@ -1122,6 +1206,7 @@ program test_fortran
   call t_type_free()
   call t_errors()
   call MPI_Type_free(gtype, ierr)
+  call MPI_Type_free(ptype, ierr)
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, comm, ierr)
   if (me == 0 .and. total == 0) print '(a,i0,a)', 'test_fortran: ok (', np, ' ranks)'

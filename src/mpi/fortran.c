@@ -191,6 +191,7 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_PARAM_MESSAGE NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_MESSAGE_INOUT NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_TYPE_INOUT NC_F_PARAM_DEFAULT
+#define NC_F_PARAM_OP_INOUT NC_F_PARAM_DEFAULT
 
 #define NC_F_DECL_BUF(n)
 #define NC_F_DECL_IPBUF(n)
@@ -210,6 +211,7 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_DECL_MESSAGE(n) MPI_Message c_##n = MPI_MESSAGE_NULL;
 #define NC_F_DECL_MESSAGE_INOUT(n) MPI_Message c_##n = PMPI_Message_f2c(*n);
 #define NC_F_DECL_TYPE_INOUT(n) MPI_Datatype c_##n = PMPI_Type_f2c(*n);
+#define NC_F_DECL_OP_INOUT(n) MPI_Op c_##n = PMPI_Op_f2c(*n);
 
 #define NC_F_ARG_BUF(n) f_buffer(n)
 #define NC_F_ARG_IPBUF(n) f_in_place_buffer(n)
@@ -229,6 +231,7 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_ARG_MESSAGE(n) &c_##n
 #define NC_F_ARG_MESSAGE_INOUT(n) &c_##n
 #define NC_F_ARG_TYPE_INOUT(n) &c_##n
+#define NC_F_ARG_OP_INOUT(n) &c_##n
 
 #define NC_F_AFTER_BUF(n)
 #define NC_F_AFTER_IPBUF(n)
@@ -248,6 +251,7 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_AFTER_MESSAGE(n) if (err == MPI_SUCCESS) *n = PMPI_Message_c2f(c_##n);
 #define NC_F_AFTER_MESSAGE_INOUT NC_F_AFTER_MESSAGE
 #define NC_F_AFTER_TYPE_INOUT(n) if (err == MPI_SUCCESS) *n = PMPI_Type_c2f(c_##n);
+#define NC_F_AFTER_OP_INOUT(n) if (err == MPI_SUCCESS) *n = PMPI_Op_c2f(c_##n);
 
 /* A sequence (kind, name)(kind, name)... walked once per phase: each step expands one
  * element and names the other step macro, which the next element calls; the last name left
@@ -443,5 +447,59 @@ NC_F_ARRAY_NAMES(testany, TESTANY)
 NC_F_ARRAY_NAMES(waitsome, WAITSOME)
 NC_F_ARRAY_NAMES(testsome, TESTSOME)
 NC_F_ARRAY_NAMES(startall, STARTALL)
+
+/* ---- MPI_OP_CREATE ----------------------------------------------------------------------------
+ * Open MPI: the host's Fortran binding makes the op (so that the host, where it runs the op,
+ * calls the function with Fortran arguments), and nodecoll records it as a Fortran op, whose
+ * function it calls with the datatype's Fortran handle.  MPICH (mpi_f08 only: its mpif.h
+ * binding calls MPI_Op_create itself): a Fortran function takes the arguments of a C one
+ * there (its handles are the same integers), so nodecoll's MPI_Op_create records it. */
+#if defined(OPEN_MPI)
+typedef void host_op_create_fn(MPI_User_function *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr);
+static host_op_create_fn *host_op_create;
+static pthread_once_t host_op_create_once = PTHREAD_ONCE_INIT;
+
+static void find_host_op_create(void)
+{
+    host_op_create = (host_op_create_fn *)(uintptr_t)dlsym(RTLD_NEXT, "mpi_op_create_");
+}
+
+static int fortran_op_create(MPI_User_function *fn, MPI_Fint *commute, MPI_Op *op)
+{
+    pthread_once(&host_op_create_once, find_host_op_create);
+    MPI_Fint f_op = 0, err = MPI_ERR_INTERN;
+    if (host_op_create) host_op_create(fn, commute, &f_op, &err);
+    if (err == MPI_SUCCESS) *op = PMPI_Op_f2c(f_op);
+    return (int)err;
+}
+
+/* (nc_mpi_op_maker: another op of the same function, a request's own handle) */
+static int make_fortran_op(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    MPI_Fint c = f_logical(commute);
+    return fortran_op_create(fn, &c, op);
+}
+
+static void nc_f_op_create(MPI_User_function *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr)
+{
+    MPI_Op c = MPI_OP_NULL;
+    int commutative = 1;
+    int err = fortran_op_create(fn, commute, &c);
+    if (err == MPI_SUCCESS && PMPI_Op_commutative(c, &commutative) == MPI_SUCCESS)
+        nc_mpi_record_user_op(c, fn, commutative, make_fortran_op);
+    if (err == MPI_SUCCESS) *op = PMPI_Op_c2f(c);
+    if (ierr) *ierr = (MPI_Fint)err;
+}
+#else
+static void nc_f_op_create(MPI_User_function *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr)
+{
+    pthread_once(&logicals_once, find_logicals);
+    MPI_Op c = MPI_OP_NULL;
+    int err = MPI_Op_create(fn, *commute != logical_false, &c);
+    if (err == MPI_SUCCESS) *op = PMPI_Op_c2f(c);
+    if (ierr) *ierr = (MPI_Fint)err;
+}
+#endif
+NC_F_ARRAY_NAMES(op_create, OP_CREATE)
 
 #endif

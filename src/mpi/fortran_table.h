@@ -31,9 +31,10 @@
  *                                                    (send: none when sendbuf is in place)
  *     REQUEST out, REQUEST_INOUT, REQUEST_IN         STATUS   a status (MPI_STATUS_IGNORE)
  *     FLAG    a LOGICAL result                       MESSAGE out, MESSAGE_INOUT
- *     TYPE_INOUT  a datatype the call replaces (commit, free)
- * The completion calls on arrays of requests (Waitall ... Startall) are written out in
- * fortran.c; their names come from the same naming rule. */
+ *     TYPE_INOUT, OP_INOUT  a datatype or op the call replaces (commit, free)
+ * The completion calls on arrays of requests (Waitall ... Startall) and MPI_OP_CREATE (its
+ * function argument) are written out in fortran.c; their names come from the same naming
+ * rule. */
 #ifndef NC_MPI_FORTRAN_TABLE_H
 #define NC_MPI_FORTRAN_TABLE_H
 
@@ -98,9 +99,10 @@
     X(ONE, NOBUF, Mprobe, mprobe, MPROBE, (INT, source)(INT, tag)(COMM, comm)(MESSAGE, message)(STATUS, status))  \
     X(ONE, NOBUF, Improbe, improbe, IMPROBE,                                                                      \
       (INT, source)(INT, tag)(COMM, comm)(FLAG, flag)(MESSAGE, message)(STATUS, status))                          \
-    /* what nodecoll tracks besides: committed types, types held by its requests, the end */                     \
+    /* what nodecoll tracks besides: committed types, types held by its requests, user ops, the end */          \
     X(ONE, NOBUF, Type_commit, type_commit, TYPE_COMMIT, (TYPE_INOUT, datatype))                                  \
     X(ONE, NOBUF, Type_free, type_free, TYPE_FREE, (TYPE_INOUT, datatype))                                        \
+    X(ONE, NOBUF, Op_free, op_free, OP_FREE, (OP_INOUT, op))                                                      \
     X(ONE, NOBUF, Finalize, finalize, FINALIZE, )
 
 #endif

@@ -290,6 +290,7 @@ typedef struct user_op {
     MPI_Op op;
     MPI_User_function *fn;
     int commutative;
+    nc_mpi_op_maker *fortran;
     struct user_op *next;
 } user_op;
 static user_op *user_ops;
@@ -326,17 +327,21 @@ static int find_user_op(MPI_Op op, user_op *out)
     return found;
 }
 
-NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran)
 {
-    int err = PMPI_Op_create(fn, commute, op);
-    if (err != MPI_SUCCESS) return err;
     user_op *u = nc_alloc_or_die(sizeof *u); /* an op unrecorded on one rank would send it to the host alone */
-    *u = (user_op){*op, fn, commute, NULL};
+    *u = (user_op){op, fn, commute, fortran, NULL};
     pthread_mutex_lock(&user_ops_lock);
     u->next = user_ops;
     user_ops = u;
     user_ops_changed();
     pthread_mutex_unlock(&user_ops_lock);
+}
+
+NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    int err = PMPI_Op_create(fn, commute, op);
+    if (err == MPI_SUCCESS) nc_mpi_record_user_op(*op, fn, commute, NULL);
     return err;
 }
 
@@ -358,15 +363,20 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
     return err;
 }
 
-/* A user function takes an int count: longer runs are cut. */
+/* A user function takes an int count: longer runs are cut.  A Fortran one takes the
+ * datatype's Fortran handle (and an INTEGER count: MPI_Fint is an int, fortran.c). */
+typedef void fortran_user_function(void *in, void *inout, MPI_Fint *len, MPI_Fint *type);
 
 static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 {
     nc_user_call *u = ctx;
     size_t extent = u->extent;
+    MPI_Fint ftype = u->fortran ? PMPI_Type_c2f(u->type) : 0;
     for (size_t done = 0; done < count;) {
         int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
-        u->fn((char *)(uintptr_t)in + done * extent, (char *)inout + done * extent, &n, &u->type);
+        void *a = (char *)(uintptr_t)in + done * extent, *b = (char *)inout + done * extent;
+        if (u->fortran) ((fortran_user_function *)(uintptr_t)u->fn)(a, b, &n, &ftype);
+        else u->fn(a, b, &n, &u->type);
         done += (size_t)n;
     }
 }
@@ -377,7 +387,7 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     user_op u;
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
     rc->host = (nc_host_op){op, type};
-    rc->user = (nc_user_call){u.fn, type, extent};
+    rc->user = (nc_user_call){u.fn, type, extent, u.fortran};
     rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host};
     return 0;
 }
@@ -563,7 +573,8 @@ static void copy_out(const nc_mpi_reduce_call *b, int err)
 static void hold_user_op(nc_mpi_reduce_call *b)
 {
     if (b->rc.red.fn != call_user_op) return;
-    if (PMPI_Op_create(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
+    nc_mpi_op_maker *make = b->rc.user.fortran ? b->rc.user.fortran : PMPI_Op_create;
+    if (make(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
     else b->held_op = MPI_OP_NULL;
 }
 
