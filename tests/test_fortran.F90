@@ -15,6 +15,11 @@
 #else
 #define PINIT(n) CAT(CAT(MPI_,n),_init)
 #endif
+! One collective by `form` (a variable of the caller, with `req`): the nonblocking call
+! completed by `complete`, the persistent one run by `run_persistent`, else the blocking call.
+#define CALL_FORMS(blocking, nonblocking, persistent, what) \
+  select case (form); case (F_NONBLOCKING); call nonblocking; call complete(req, .false., what); \
+  case (F_PERSISTENT); call persistent; call run_persistent(req, what); case default; call blocking; end select
 #if NC_BINDING == 3
 #define HANDLE(kind) type(kind)
 #define STATUS_VAR(v) type(MPI_Status) :: v
@@ -252,16 +257,7 @@ contains
     integer, intent(in) :: form
     HANDLE(MPI_Request) :: req
     if (host_bug('barrier', form)) return
-    select case (form)
-    case (F_NONBLOCKING)
-      call MPI_Ibarrier(comm, req, ierr)
-      call complete(req, .false., 'barrier')
-    case (F_PERSISTENT)
-      call PINIT(Barrier)(comm, MPI_INFO_NULL, req, ierr)
-      call run_persistent(req, 'barrier')
-    case default
-      call MPI_Barrier(comm, ierr)
-    end select
+    CALL_FORMS(MPI_Barrier(comm, ierr), MPI_Ibarrier(comm, req, ierr), PINIT(Barrier)(comm, MPI_INFO_NULL, req, ierr), 'barrier')
     call ok('barrier')
     call served('barrier', form)
   end subroutine
@@ -281,18 +277,13 @@ contains
     want = GAP
     call put(want, g, 0, root, 0, n)
     if (me == root) buf = want
-    select case (form)
-    case (F_DERIVED)
+    if (form == F_DERIVED) then
       call MPI_Bcast(buf, n/2, gtype, root, comm, ierr)
-    case (F_NONBLOCKING)
-      call MPI_Ibcast(buf, n, MPI_INTEGER, root, comm, req, ierr)
-      call complete(req, .false., 'bcast')
-    case (F_PERSISTENT)
-      call PINIT(Bcast)(buf, n, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr)
-      call run_persistent(req, 'bcast')
-    case default
-      call MPI_Bcast(buf, n, MPI_INTEGER, root, comm, ierr)
-    end select
+    else
+      CALL_FORMS(MPI_Bcast(buf, n, MPI_INTEGER, root, comm, ierr),
+                 MPI_Ibcast(buf, n, MPI_INTEGER, root, comm, req, ierr),
+                 PINIT(Bcast)(buf, n, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr), 'bcast')
+    end if
     call ok('bcast')
     call check_ints(buf, want, 'bcast '//form_names(form))
     call served('bcast', form)
@@ -323,42 +314,23 @@ contains
       call put(want, g, merge(r*n/2, r*n, g), r, 0, n)
     end do
     if (form == F_INPLACE .and. receives) call put(rb, .false., me*n, me, 0, n)
-    select case (form)
-    case (F_INPLACE)
-      if (all) then
-        call MPI_Allgather(MPI_IN_PLACE, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr)
-      else if (me == root) then
-        call MPI_Gather(MPI_IN_PLACE, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr)
-      else
-        call MPI_Gather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr)
-      end if
-    case (F_DERIVED)
-      if (all) then
-        call MPI_Allgather(sb, n, MPI_INTEGER, rb, n/2, gtype, comm, ierr)
-      else
-        call MPI_Gather(sb, n, MPI_INTEGER, rb, n/2, gtype, root, comm, ierr)
-      end if
-    case (F_NONBLOCKING)
-      if (all) then
-        call MPI_Iallgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, req, ierr)
-      else
-        call MPI_Igather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, req, ierr)
-      end if
-      call complete(req, .false., coll)
-    case (F_PERSISTENT)
-      if (all) then
-        call PINIT(Allgather)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, MPI_INFO_NULL, req, ierr)
-      else
-        call PINIT(Gather)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr)
-      end if
-      call run_persistent(req, coll)
-    case default
-      if (all) then
-        call MPI_Allgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr)
-      else
-        call MPI_Gather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr)
-      end if
-    end select
+    if (form == F_INPLACE .and. all) then
+      call MPI_Allgather(MPI_IN_PLACE, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr)
+    else if (form == F_INPLACE .and. me == root) then
+      call MPI_Gather(MPI_IN_PLACE, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr)
+    else if (form == F_DERIVED .and. all) then
+      call MPI_Allgather(sb, n, MPI_INTEGER, rb, n/2, gtype, comm, ierr)
+    else if (form == F_DERIVED) then
+      call MPI_Gather(sb, n, MPI_INTEGER, rb, n/2, gtype, root, comm, ierr)
+    else if (all) then
+      CALL_FORMS(MPI_Allgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr),
+                 MPI_Iallgather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, req, ierr),
+                 PINIT(Allgather)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, MPI_INFO_NULL, req, ierr), coll)
+    else
+      CALL_FORMS(MPI_Gather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr),
+                 MPI_Igather(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, req, ierr),
+                 PINIT(Gather)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr), coll)
+    end if
     call ok(coll)
     if (receives) call check_ints(rb, want, trim(coll)//' '//form_names(form))
     call served(trim(coll), form)
@@ -399,132 +371,79 @@ contains
       call put(want, g, displs(r), r, 0, merge(2, 1, g)*counts(r))
     end do
     if (form == F_INPLACE .and. receives) call put(rb, .false., displs(me), me, 0, counts(me))
-    select case (form)
-    case (F_INPLACE)
-      if (all) then
-        call MPI_Allgatherv(MPI_IN_PLACE, counts(me), t, rb, counts, displs, t, comm, ierr)
-      else if (me == root) then
-        call MPI_Gatherv(MPI_IN_PLACE, counts(me), t, rb, counts, displs, t, root, comm, ierr)
-      else
-        call MPI_Gatherv(sb, counts(me), t, rb, counts, displs, t, root, comm, ierr)
-      end if
-    case (F_NONBLOCKING)
-      if (all) then
-        call MPI_Iallgatherv(sb, counts(me), t, rb, counts, displs, t, comm, req, ierr)
-      else
-        call MPI_Igatherv(sb, counts(me), t, rb, counts, displs, t, root, comm, req, ierr)
-      end if
-      call complete(req, .false., coll)
-    case (F_PERSISTENT)
-      if (all) then
-        call PINIT(Allgatherv)(sb, counts(me), t, rb, counts, displs, t, comm, MPI_INFO_NULL, req, ierr)
-      else
-        call PINIT(Gatherv)(sb, counts(me), t, rb, counts, displs, t, root, comm, MPI_INFO_NULL, req, ierr)
-      end if
-      call run_persistent(req, coll)
-    case default
-      if (all) then
-        call MPI_Allgatherv(sb, counts(me), t, rb, counts, displs, t, comm, ierr)
-      else
-        call MPI_Gatherv(sb, counts(me), t, rb, counts, displs, t, root, comm, ierr)
-      end if
-    end select
+    if (form == F_INPLACE .and. all) then
+      call MPI_Allgatherv(MPI_IN_PLACE, counts(me), t, rb, counts, displs, t, comm, ierr)
+    else if (form == F_INPLACE .and. me == root) then
+      call MPI_Gatherv(MPI_IN_PLACE, counts(me), t, rb, counts, displs, t, root, comm, ierr)
+    else if (all) then
+      CALL_FORMS(MPI_Allgatherv(sb, counts(me), t, rb, counts, displs, t, comm, ierr),
+                 MPI_Iallgatherv(sb, counts(me), t, rb, counts, displs, t, comm, req, ierr),
+                 PINIT(Allgatherv)(sb, counts(me), t, rb, counts, displs, t, comm, MPI_INFO_NULL, req, ierr), coll)
+    else
+      CALL_FORMS(MPI_Gatherv(sb, counts(me), t, rb, counts, displs, t, root, comm, ierr),
+                 MPI_Igatherv(sb, counts(me), t, rb, counts, displs, t, root, comm, req, ierr),
+                 PINIT(Gatherv)(sb, counts(me), t, rb, counts, displs, t, root, comm, MPI_INFO_NULL, req, ierr), coll)
+    end if
     call ok(coll)
     if (receives) call check_ints(rb, want, trim(coll)//' '//form_names(form))
     call served(trim(coll), form)
   end subroutine
 
-  ! Scatter: n INTEGERs to each rank, from the root's buffer (derived: n/2 gtype elements each).
-  subroutine t_scatter(form)
+  ! Scatter (base INTEGERs to each rank) and Scatterv (counts(r) INTEGERs to rank r, some
+  ! none, from displs(r), with gaps); derived: Scatter's root sends gtype elements,
+  ! Scatterv's receivers take them.
+  subroutine t_scatter(form, v)
     integer, intent(in) :: form
-    integer :: n, root, r
-    logical :: g
-    integer, allocatable :: sb(:), rb(:), want(:)
-    HANDLE(MPI_Request) :: req
-    if (host_bug('scatter', form)) return
-    n = 2*pick(form, 4)
-    root = mod(form + 3, np)
-    g = form == F_DERIVED
-    allocate (sb(merge(2, 1, g)*n*np), rb(n), want(n))
-    sb = GAP
-    do r = 0, np - 1
-      call put(sb, g, merge(r*n/2, r*n, g), root, r*n, n)
-    end do
-    rb = GAP
-    call put(want, .false., 0, root, me*n, n)
-    select case (form)
-    case (F_INPLACE)
-      if (me == root) then
-        call MPI_Scatter(sb, n, MPI_INTEGER, MPI_IN_PLACE, n, MPI_INTEGER, root, comm, ierr)
-        rb = sb(me*n + 1:me*n + n)
-      else
-        call MPI_Scatter(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr)
-      end if
-    case (F_DERIVED)
-      call MPI_Scatter(sb, n/2, gtype, rb, n, MPI_INTEGER, root, comm, ierr)
-    case (F_NONBLOCKING)
-      call MPI_Iscatter(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, req, ierr)
-      call complete(req, .false., 'scatter')
-    case (F_PERSISTENT)
-      call PINIT(Scatter)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr)
-      call run_persistent(req, 'scatter')
-    case default
-      call MPI_Scatter(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, root, comm, ierr)
-    end select
-    call ok('scatter')
-    call check_ints(rb, want, 'scatter '//form_names(form))
-    call served('scatter', form)
-  end subroutine
-
-  ! Scatterv: counts(r) INTEGERs to rank r (some none) from displs(r); (derived) the
-  ! receivers take them as gtype elements.
-  subroutine t_scatterv(form)
-    integer, intent(in) :: form
+    logical, intent(in) :: v
     integer :: base, root, r, counts(0:np - 1), displs(0:np - 1), units, c
-    logical :: g
+    logical :: gsend, grecv
     integer, allocatable :: sb(:), rb(:), want(:)
     HANDLE(MPI_Request) :: req
-    if (host_bug('scatterv', form)) return
+    character(len=8) :: coll
+    coll = merge('scatterv', 'scatter ', v)
+    if (host_bug(trim(coll), form)) return
     base = 2*pick(form, 5)
     root = mod(form + 1, np)
-    g = form == F_DERIVED
+    gsend = form == F_DERIVED .and. .not. v
+    grecv = form == F_DERIVED .and. v
     units = 0
     do r = 0, np - 1
-      counts(r) = mod(r + form + 1, 3)*base
-      displs(r) = units + 2
-      units = units + counts(r) + 2
+      counts(r) = base
+      displs(r) = units
+      if (v) counts(r) = mod(r + form + 1, 3)*base
+      if (v) displs(r) = units + 2
+      units = displs(r) + counts(r)
     end do
     c = counts(me)
-    allocate (sb(units), rb(merge(2, 1, g)*max(c, 1)), want(merge(2, 1, g)*max(c, 1)))
+    allocate (sb(merge(2, 1, gsend)*max(units, 1)), rb(merge(2, 1, grecv)*max(c, 1)), want(merge(2, 1, grecv)*max(c, 1)))
     sb = GAP
     do r = 0, np - 1
-      call put(sb, .false., displs(r), root, r*100000, counts(r))
+      call put(sb, gsend, merge(displs(r)/2, displs(r), gsend), root, r*100000, counts(r))
     end do
     rb = GAP
     want = GAP
-    call put(want, g, 0, root, me*100000, c)
-    select case (form)
-    case (F_INPLACE)
-      if (me == root) then
-        call MPI_Scatterv(sb, counts, displs, MPI_INTEGER, MPI_IN_PLACE, c, MPI_INTEGER, root, comm, ierr)
-        if (c > 0) rb(1:c) = sb(displs(me) + 1:displs(me) + c)
-      else
-        call MPI_Scatterv(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, ierr)
-      end if
-    case (F_DERIVED)
+    call put(want, grecv, 0, root, me*100000, c)
+    if (form == F_INPLACE .and. me == root) then
+      if (v) call MPI_Scatterv(sb, counts, displs, MPI_INTEGER, MPI_IN_PLACE, c, MPI_INTEGER, root, comm, ierr)
+      if (.not. v) call MPI_Scatter(sb, c, MPI_INTEGER, MPI_IN_PLACE, c, MPI_INTEGER, root, comm, ierr)
+      if (c > 0) rb(1:c) = sb(displs(me) + 1:displs(me) + c)
+    else if (gsend) then
+      call MPI_Scatter(sb, c/2, gtype, rb, c, MPI_INTEGER, root, comm, ierr)
+    else if (grecv) then
       call MPI_Scatterv(sb, counts, displs, MPI_INTEGER, rb, c/2, gtype, root, comm, ierr)
-    case (F_NONBLOCKING)
-      call MPI_Iscatterv(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, req, ierr)
-      call complete(req, .false., 'scatterv')
-    case (F_PERSISTENT)
-      call PINIT(Scatterv)(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr)
-      call run_persistent(req, 'scatterv')
-    case default
-      call MPI_Scatterv(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, ierr)
-    end select
-    call ok('scatterv')
-    call check_ints(rb, want, 'scatterv '//form_names(form))
-    call served('scatterv', form)
+    else if (v) then
+      CALL_FORMS(MPI_Scatterv(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, ierr),
+                 MPI_Iscatterv(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, req, ierr),
+                 PINIT(Scatterv)(sb, counts, displs, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr),
+                 coll)
+    else
+      CALL_FORMS(MPI_Scatter(sb, c, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, ierr),
+                 MPI_Iscatter(sb, c, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, req, ierr),
+                 PINIT(Scatter)(sb, c, MPI_INTEGER, rb, c, MPI_INTEGER, root, comm, MPI_INFO_NULL, req, ierr), coll)
+    end if
+    call ok(coll)
+    call check_ints(rb, want, trim(coll)//' '//form_names(form))
+    call served(trim(coll), form)
   end subroutine
 
   ! Alltoall: n INTEGERs from each rank to each (values numbered by destination); derived:
@@ -544,21 +463,16 @@ contains
       call put(want, .false., r*n, r, me*n, n)
     end do
     rb = GAP
-    select case (form)
-    case (F_INPLACE)
+    if (form == F_INPLACE) then
       rb = sb
       call MPI_Alltoall(MPI_IN_PLACE, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr)
-    case (F_DERIVED)
+    else if (form == F_DERIVED) then
       call MPI_Alltoall(sb, n/2, gtype, rb, n, MPI_INTEGER, comm, ierr)
-    case (F_NONBLOCKING)
-      call MPI_Ialltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, req, ierr)
-      call complete(req, .false., 'alltoall')
-    case (F_PERSISTENT)
-      call PINIT(Alltoall)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, MPI_INFO_NULL, req, ierr)
-      call run_persistent(req, 'alltoall')
-    case default
-      call MPI_Alltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr)
-    end select
+    else
+      CALL_FORMS(MPI_Alltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, ierr),
+                 MPI_Ialltoall(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, req, ierr),
+                 PINIT(Alltoall)(sb, n, MPI_INTEGER, rb, n, MPI_INTEGER, comm, MPI_INFO_NULL, req, ierr), 'alltoall')
+    end if
     call ok('alltoall')
     call check_ints(rb, want, 'alltoall '//form_names(form))
     call served('alltoall', form)
@@ -621,34 +535,22 @@ contains
     if (w) then
       sd = 4*sd ! (bytes)
       rd = 4*rd
-      select case (form)
-      case (F_INPLACE)
-        call MPI_Alltoallw(MPI_IN_PLACE, sc, sd, st, rb, rc, rd, rt, comm, ierr)
-      case (F_NONBLOCKING)
-        call MPI_Ialltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req, ierr)
-        call complete(req, .false., coll)
-      case (F_PERSISTENT)
-        call PINIT(Alltoallw)(sb, sc, sd, st, rb, rc, rd, rt, comm, MPI_INFO_NULL, req, ierr)
-        call run_persistent(req, coll)
-      case default
-        call MPI_Alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, ierr)
-      end select
+    end if
+    if (form == F_INPLACE .and. w) then
+      call MPI_Alltoallw(MPI_IN_PLACE, sc, sd, st, rb, rc, rd, rt, comm, ierr)
+    else if (form == F_INPLACE) then
+      call MPI_Alltoallv(MPI_IN_PLACE, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, ierr)
+    else if (form == F_DERIVED .and. .not. w) then
+      ! (displacements in units of gtype's extent: the gapped blocks are placed by element)
+      call MPI_Alltoallv(sb, sc, sd, MPI_INTEGER, rb, rc, rd/4, gtype, comm, ierr)
+    else if (w) then
+      CALL_FORMS(MPI_Alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, ierr),
+                 MPI_Ialltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, req, ierr),
+                 PINIT(Alltoallw)(sb, sc, sd, st, rb, rc, rd, rt, comm, MPI_INFO_NULL, req, ierr), coll)
     else
-      select case (form)
-      case (F_INPLACE)
-        call MPI_Alltoallv(MPI_IN_PLACE, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, ierr)
-      case (F_DERIVED)
-        ! (displacements in units of gtype's extent: the gapped blocks are placed by element)
-        call MPI_Alltoallv(sb, sc, sd, MPI_INTEGER, rb, rc, rd/4, gtype, comm, ierr)
-      case (F_NONBLOCKING)
-        call MPI_Ialltoallv(sb, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, req, ierr)
-        call complete(req, .false., coll)
-      case (F_PERSISTENT)
-        call PINIT(Alltoallv)(sb, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, MPI_INFO_NULL, req, ierr)
-        call run_persistent(req, coll)
-      case default
-        call MPI_Alltoallv(sb, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, ierr)
-      end select
+      CALL_FORMS(MPI_Alltoallv(sb, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, ierr),
+                 MPI_Ialltoallv(sb, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, req, ierr),
+                 PINIT(Alltoallv)(sb, sc, sd, MPI_INTEGER, rb, rc, rd, MPI_INTEGER, comm, MPI_INFO_NULL, req, ierr), coll)
     end if
     call ok(coll)
     call check_ints(rb, want, coll//' '//form_names(form))
@@ -726,58 +628,27 @@ contains
     call reduced(want, pairs, lo, hi, 0, n)
     rb = GAP
     if (form == F_INPLACE) rb = sb
-    select case (form)
-    case (F_INPLACE)
-      select case (which)
-      case ('reduce')
-        if (me == root) then
-          call MPI_Reduce(MPI_IN_PLACE, rb, n, t, op, root, comm, ierr)
-        else
-          call MPI_Reduce(sb, rb, n, t, op, root, comm, ierr)
-        end if
-      case ('allreduce')
-        call MPI_Allreduce(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
-      case ('scan')
-        call MPI_Scan(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
-      case default
-        call MPI_Exscan(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
-      end select
-    case (F_NONBLOCKING)
-      select case (which)
-      case ('reduce')
-        call MPI_Ireduce(sb, rb, n, t, op, root, comm, req, ierr)
-      case ('allreduce')
-        call MPI_Iallreduce(sb, rb, n, t, op, comm, req, ierr)
-      case ('scan')
-        call MPI_Iscan(sb, rb, n, t, op, comm, req, ierr)
-      case default
-        call MPI_Iexscan(sb, rb, n, t, op, comm, req, ierr)
-      end select
-      call complete(req, .false., which)
-    case (F_PERSISTENT)
-      select case (which)
-      case ('reduce')
-        call PINIT(Reduce)(sb, rb, n, t, op, root, comm, MPI_INFO_NULL, req, ierr)
-      case ('allreduce')
-        call PINIT(Allreduce)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr)
-      case ('scan')
-        call PINIT(Scan)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr)
-      case default
-        call PINIT(Exscan)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr)
-      end select
-      call run_persistent(req, which)
-    case default
-      select case (which)
-      case ('reduce')
-        call MPI_Reduce(sb, rb, n, t, op, root, comm, ierr)
-      case ('allreduce')
-        call MPI_Allreduce(sb, rb, n, t, op, comm, ierr)
-      case ('scan')
-        call MPI_Scan(sb, rb, n, t, op, comm, ierr)
-      case default
-        call MPI_Exscan(sb, rb, n, t, op, comm, ierr)
-      end select
-    end select
+    if (form == F_INPLACE .and. which == 'reduce' .and. me == root) then
+      call MPI_Reduce(MPI_IN_PLACE, rb, n, t, op, root, comm, ierr)
+    else if (form == F_INPLACE .and. which == 'allreduce') then
+      call MPI_Allreduce(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
+    else if (form == F_INPLACE .and. which == 'scan') then
+      call MPI_Scan(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
+    else if (form == F_INPLACE .and. which == 'exscan') then
+      call MPI_Exscan(MPI_IN_PLACE, rb, n, t, op, comm, ierr)
+    else if (which == 'reduce') then
+      CALL_FORMS(MPI_Reduce(sb, rb, n, t, op, root, comm, ierr), MPI_Ireduce(sb, rb, n, t, op, root, comm, req, ierr),
+                 PINIT(Reduce)(sb, rb, n, t, op, root, comm, MPI_INFO_NULL, req, ierr), which)
+    else if (which == 'allreduce') then
+      CALL_FORMS(MPI_Allreduce(sb, rb, n, t, op, comm, ierr), MPI_Iallreduce(sb, rb, n, t, op, comm, req, ierr),
+                 PINIT(Allreduce)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr), which)
+    else if (which == 'scan') then
+      CALL_FORMS(MPI_Scan(sb, rb, n, t, op, comm, ierr), MPI_Iscan(sb, rb, n, t, op, comm, req, ierr),
+                 PINIT(Scan)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr), which)
+    else
+      CALL_FORMS(MPI_Exscan(sb, rb, n, t, op, comm, ierr), MPI_Iexscan(sb, rb, n, t, op, comm, req, ierr),
+                 PINIT(Exscan)(sb, rb, n, t, op, comm, MPI_INFO_NULL, req, ierr), which)
+    end if
     call ok(which)
     if (receives) call check_ints(rb, want, which//' '//form_names(form))
     call served(which, form)
@@ -814,34 +685,19 @@ contains
     call reduced(want, pairs, 0, np - 1, first, counts(me))
     rb = GAP
     if (form == F_INPLACE) rb = sb
-    select case (form)
-    case (F_INPLACE)
-      if (block) then
-        call MPI_Reduce_scatter_block(MPI_IN_PLACE, rb, base, t, op, comm, ierr)
-      else
-        call MPI_Reduce_scatter(MPI_IN_PLACE, rb, counts, t, op, comm, ierr)
-      end if
-    case (F_NONBLOCKING)
-      if (block) then
-        call MPI_Ireduce_scatter_block(sb, rb, base, t, op, comm, req, ierr)
-      else
-        call MPI_Ireduce_scatter(sb, rb, counts, t, op, comm, req, ierr)
-      end if
-      call complete(req, .false., coll)
-    case (F_PERSISTENT)
-      if (block) then
-        call PINIT(Reduce_scatter_block)(sb, rb, base, t, op, comm, MPI_INFO_NULL, req, ierr)
-      else
-        call PINIT(Reduce_scatter)(sb, rb, counts, t, op, comm, MPI_INFO_NULL, req, ierr)
-      end if
-      call run_persistent(req, coll)
-    case default
-      if (block) then
-        call MPI_Reduce_scatter_block(sb, rb, base, t, op, comm, ierr)
-      else
-        call MPI_Reduce_scatter(sb, rb, counts, t, op, comm, ierr)
-      end if
-    end select
+    if (form == F_INPLACE .and. block) then
+      call MPI_Reduce_scatter_block(MPI_IN_PLACE, rb, base, t, op, comm, ierr)
+    else if (form == F_INPLACE) then
+      call MPI_Reduce_scatter(MPI_IN_PLACE, rb, counts, t, op, comm, ierr)
+    else if (block) then
+      CALL_FORMS(MPI_Reduce_scatter_block(sb, rb, base, t, op, comm, ierr),
+                 MPI_Ireduce_scatter_block(sb, rb, base, t, op, comm, req, ierr),
+                 PINIT(Reduce_scatter_block)(sb, rb, base, t, op, comm, MPI_INFO_NULL, req, ierr), coll)
+    else
+      CALL_FORMS(MPI_Reduce_scatter(sb, rb, counts, t, op, comm, ierr),
+                 MPI_Ireduce_scatter(sb, rb, counts, t, op, comm, req, ierr),
+                 PINIT(Reduce_scatter)(sb, rb, counts, t, op, comm, MPI_INFO_NULL, req, ierr), coll)
+    end if
     call ok(coll)
     call check_ints(rb(1:w*counts(me)), want(1:w*counts(me)), trim(coll)//' '//form_names(form))
     call served(trim(coll), form)
@@ -1187,8 +1043,8 @@ program test_fortran
     call t_gather(form, .true.)
     call t_gatherv(form, .false.)
     call t_gatherv(form, .true.)
-    call t_scatter(form)
-    call t_scatterv(form)
+    call t_scatter(form, .false.)
+    call t_scatter(form, .true.)
     call t_alltoall(form)
     call t_alltoallv(form, .false.)
     call t_alltoallv(form, .true.)
