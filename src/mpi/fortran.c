@@ -155,17 +155,102 @@ static MPI_Datatype *f_types(const MPI_Fint *types, const MPI_Fint *comm, const 
 }
 #endif
 
+/* ---- Alltoallw's datatype arrays, when the host runs the operation ------------------------
+ * A nonblocking or persistent Alltoallw that nodecoll hands to the host (one rank, an
+ * intercommunicator, a communicator whose first call is nonblocking, NODECOLL_ENABLE=0)
+ * reads its datatype arrays until it completes, or until it is freed if persistent, and the
+ * C arrays converted here are all it has.  They are kept with the request's handle and freed
+ * by the Fortran completion call that makes it MPI_REQUEST_NULL.  (Open MPI 4.1's own binding
+ * frees them when the call returns, and its operation then reads freed memory.)  nodecoll's
+ * own requests copy the arrays (wrap_move.c): theirs are freed at once. */
+#ifdef NC_F_WITH_BUFFERS
+typedef struct kept_types {
+    MPI_Request request;
+    MPI_Datatype *types;
+    struct kept_types *next;
+} kept_types;
+static kept_types *kept;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int kept_count; /* (completion calls look only when some are kept) */
+
+/* After the call: keeps types for *request (a successful nonblocking or persistent call the
+ * host runs), else frees them. */
+static void f_types_after(int err, const MPI_Request *request, MPI_Datatype *types)
+{
+    if (!types) return;
+    if (err != MPI_SUCCESS || !request || *request == MPI_REQUEST_NULL || nc_mpi_request_is_nodecoll(*request)) {
+        free(types);
+        return;
+    }
+    kept_types *k = nc_alloc_or_die(sizeof *k);
+    pthread_mutex_lock(&kept_lock);
+    *k = (kept_types){*request, types, kept};
+    kept = k;
+    atomic_fetch_add_explicit(&kept_count, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&kept_lock);
+}
+
+static int is_kept(MPI_Request request)
+{
+    int found = 0;
+    pthread_mutex_lock(&kept_lock);
+    for (kept_types *k = kept; k && !found; k = k->next) found = k->request == request;
+    pthread_mutex_unlock(&kept_lock);
+    return found;
+}
+
+/* A completion call made `before` into `after`: once a request is gone, what was kept for it
+ * is freed, unless the operation may still run (`idle` 0: an active request freed, which
+ * MPI makes erroneous for collectives; its arrays are then left). */
+static void f_kept_release(MPI_Request before, MPI_Request after, int idle)
+{
+    if (!atomic_load_explicit(&kept_count, memory_order_relaxed) || before == MPI_REQUEST_NULL ||
+        after != MPI_REQUEST_NULL)
+        return;
+    pthread_mutex_lock(&kept_lock);
+    for (kept_types **at = &kept; *at;) {
+        kept_types *k = *at;
+        if (k->request != before) {
+            at = &k->next;
+            continue;
+        }
+        *at = k->next;
+        if (idle) free(k->types);
+        free(k);
+        atomic_fetch_sub_explicit(&kept_count, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&kept_lock);
+}
+
+/* Before MPI_Request_free: whether the operation of a request kept for is over. */
+static int f_request_idle(MPI_Request request)
+{
+    int flag = 1;
+    if (atomic_load_explicit(&kept_count, memory_order_relaxed) && is_kept(request))
+        PMPI_Request_get_status(request, &flag, MPI_STATUS_IGNORE);
+    return flag;
+}
+#else
+static void f_kept_release(MPI_Request before, MPI_Request after, int idle) {}
+static int f_request_idle(MPI_Request request) { return 1; }
+#endif
+
+/* The C handles of a Fortran array of requests, followed by a copy (what they were before
+ * the call: f_requests_out). */
 static MPI_Request *f_requests(const MPI_Fint *f, int count)
 {
-    MPI_Request *c = nc_alloc_or_die(sizeof(MPI_Request) * (size_t)(count > 0 ? count : 1));
-    for (int i = 0; i < count; i++) c[i] = PMPI_Request_f2c(f[i]);
+    MPI_Request *c = nc_alloc_or_die(sizeof(MPI_Request) * 2 * (size_t)(count > 0 ? count : 1));
+    for (int i = 0; i < count; i++) c[i] = c[count + i] = PMPI_Request_f2c(f[i]);
     return c;
 }
 
 /* The handles back into Fortran (completed ones are MPI_REQUEST_NULL now), then frees c. */
 static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 {
-    for (int i = 0; i < count; i++) f[i] = PMPI_Request_c2f(c[i]);
+    for (int i = 0; i < count; i++) {
+        f_kept_release(c[count + i], c[i], 1);
+        f[i] = PMPI_Request_c2f(c[i]);
+    }
     free(c);
 }
 
@@ -186,6 +271,7 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_PARAM_REQUEST NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_REQUEST_INOUT NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_REQUEST_IN NC_F_PARAM_DEFAULT
+#define NC_F_PARAM_REQUEST_FREED NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_STATUS NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_FLAG NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_MESSAGE NC_F_PARAM_DEFAULT
@@ -203,8 +289,9 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_DECL_INFO(n)
 #define NC_F_DECL_STYPES(n) MPI_Datatype *c_##n = f_types(n, comm, sendbuf);
 #define NC_F_DECL_RTYPES(n) MPI_Datatype *c_##n = f_types(n, comm, NULL);
-#define NC_F_DECL_REQUEST(n) MPI_Request c_##n = MPI_REQUEST_NULL;
-#define NC_F_DECL_REQUEST_INOUT(n) MPI_Request c_##n = PMPI_Request_f2c(*n);
+#define NC_F_DECL_REQUEST(n) MPI_Request c_##n = MPI_REQUEST_NULL; f_request = &c_##n;
+#define NC_F_DECL_REQUEST_INOUT(n) MPI_Request c_##n = PMPI_Request_f2c(*n), before_##n = c_##n;
+#define NC_F_DECL_REQUEST_FREED(n) NC_F_DECL_REQUEST_INOUT(n) int idle_##n = f_request_idle(c_##n);
 #define NC_F_DECL_REQUEST_IN(n)
 #define NC_F_DECL_STATUS(n) MPI_Status c_##n;
 #define NC_F_DECL_FLAG(n) int c_##n = 0;
@@ -226,6 +313,7 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_ARG_REQUEST(n) &c_##n
 #define NC_F_ARG_REQUEST_INOUT(n) &c_##n
 #define NC_F_ARG_REQUEST_IN(n) PMPI_Request_f2c(*n)
+#define NC_F_ARG_REQUEST_FREED(n) &c_##n
 #define NC_F_ARG_STATUS(n) f_status(n, &c_##n)
 #define NC_F_ARG_FLAG(n) &c_##n
 #define NC_F_ARG_MESSAGE(n) &c_##n
@@ -241,10 +329,11 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_AFTER_OP(n)
 #define NC_F_AFTER_COMM(n)
 #define NC_F_AFTER_INFO(n)
-#define NC_F_AFTER_STYPES(n) free(c_##n);
-#define NC_F_AFTER_RTYPES(n) free(c_##n);
+#define NC_F_AFTER_STYPES(n) f_types_after(err, f_request, c_##n);
+#define NC_F_AFTER_RTYPES(n) f_types_after(err, f_request, c_##n);
 #define NC_F_AFTER_REQUEST(n) if (err == MPI_SUCCESS) *n = PMPI_Request_c2f(c_##n);
-#define NC_F_AFTER_REQUEST_INOUT NC_F_AFTER_REQUEST
+#define NC_F_AFTER_REQUEST_INOUT(n) NC_F_AFTER_REQUEST(n) f_kept_release(before_##n, c_##n, 1);
+#define NC_F_AFTER_REQUEST_FREED(n) NC_F_AFTER_REQUEST(n) f_kept_release(before_##n, c_##n, idle_##n);
 #define NC_F_AFTER_REQUEST_IN(n)
 #define NC_F_AFTER_STATUS(n) if (err == MPI_SUCCESS) f_status_out(n, &c_##n);
 #define NC_F_AFTER_FLAG(n) if (err == MPI_SUCCESS) *n = f_logical(c_##n);
@@ -285,6 +374,8 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_ENTRY(fn, cfn, seq)                                                                 \
     static void fn(NC_F_PARAMS(seq) MPI_Fint *ierr)                                              \
     {                                                                                            \
+        MPI_Request *f_request = NULL; /* (the request a nonblocking or persistent call makes) */ \
+        (void)f_request;                                                                         \
         NC_F_DECLS(seq)                                                                          \
         int err = NC_F_APPLY(cfn NC_F_ARGS(seq));                                                \
         NC_F_AFTERS(seq)                                                                         \

@@ -29,7 +29,8 @@
  *     INT     an INTEGER passed as int               INTS   an INTEGER array (counts, displs)
  *     TYPE, OP, COMM, INFO   handles                 STYPES, RTYPES  Alltoallw's type arrays
  *                                                    (send: none when sendbuf is in place)
- *     REQUEST out, REQUEST_INOUT, REQUEST_IN         STATUS   a status (MPI_STATUS_IGNORE)
+ *     REQUEST out, REQUEST_INOUT, REQUEST_IN,        STATUS   a status (MPI_STATUS_IGNORE)
+ *     REQUEST_FREED (Request_free's)
  *     FLAG    a LOGICAL result                       MESSAGE out, MESSAGE_INOUT
  *     TYPE_INOUT, OP_INOUT  a datatype or op the call replaces (commit, free)
  * The completion calls on arrays of requests (Waitall ... Startall) and MPI_OP_CREATE (its
@@ -83,7 +84,7 @@
     X(ONE, NOBUF, Test, test, TEST, (REQUEST_INOUT, request)(FLAG, flag)(STATUS, status))                         \
     X(ONE, NOBUF, Request_get_status, request_get_status, REQUEST_GET_STATUS,                                     \
       (REQUEST_IN, request)(FLAG, flag)(STATUS, status))                                                          \
-    X(ONE, NOBUF, Request_free, request_free, REQUEST_FREE, (REQUEST_INOUT, request))                             \
+    X(ONE, NOBUF, Request_free, request_free, REQUEST_FREE, (REQUEST_FREED, request))                             \
     X(ONE, NOBUF, Start, start, START, (REQUEST_INOUT, request))                                                  \
     /* the blocking point-to-point calls that progress nodecoll's pending operations */                          \
     X(ONE, BUF, Send, send, SEND, (BUF, buf)(INT, count)(TYPE, datatype)(INT, dest)(INT, tag)(COMM, comm))        \

@@ -27,6 +27,8 @@ static nc_mpi_request *find(MPI_Request handle)
     return r;
 }
 
+int nc_mpi_request_is_nodecoll(MPI_Request handle) { return any_live() && find(handle) != NULL; }
+
 static void link_live(nc_mpi_request *r)
 {
     pthread_mutex_lock(&live_lock);
