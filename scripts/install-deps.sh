@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything nodecoll needs on Debian 12 (idempotent: skips what is present).
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config
+PKGS=(build-essential cmake pkg-config gfortran
       openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev
       python3 python3-matplotlib)
 missing=()

@@ -2,12 +2,16 @@
 # nodecoll as users meet it: preloaded into an unmodified MPI program, or installed and
 # consumed through CMake's find_package, pkg-config and plain -lnodecoll.
 #
-# usage: test_preload.sh SCENARIO MPIEXEC MPICC LIBRARY BUILD_DIR CMAKE NP
+# usage: test_preload.sh SCENARIO MPIEXEC MPICC LIBRARY BUILD_DIR CMAKE NP  (fortran: MPICC = the program)
 #   preload   test_preload.c built with the plain MPI wrapper (no nodecoll), run as
 #             LD_PRELOAD=LIBRARY NODECOLL_STATS=1 MPIEXEC -np NP ./app: correct results, and
 #             every rank's counters show accelerated bcast (shm|cma) and barrier
 #             (flat|tree|dissemination)
 #   disabled  the same with NODECOLL_ENABLE=0: every call counted as pmpi:disabled
+#   fortran   MPICC is a Fortran test program (test_fortran.F90, built without nodecoll) run
+#             preloaded with NODECOLL_STATS=1: it passes, and every rank's counters, which
+#             nodecoll prints in MPI_Finalize, show Allreduce, Bcast and Barrier served (so
+#             the program's MPI_FINALIZE reached nodecoll)
 #   install   cmake --install BUILD_DIR into a temporary prefix; test_preload.c with
 #             NODECOLL_CONSUMER (it includes nodecoll.h and checks the counters itself) built
 #             by a CMake project using find_package(nodecoll), by pkg-config, and with
@@ -20,6 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
+ok_line="preload-app: ok ($np ranks)" # (what a run prints when every check passed)
 
 # run LABEL EXE [VAR=value...]: runs EXE at NP ranks with the extra environment; output in
 # $work/LABEL.out and .err.  Bounded: a hang is a failure, not a stuck test.
@@ -28,7 +33,7 @@ run() {
   shift 2
   env "$@" timeout -k 5 60 "$mpiexec" ${MPIEXEC_PREFLAGS:-} -np "$np" "$exe" >"$work/$label.out" 2>"$work/$label.err"
   local status=$?
-  if ((status != 0)) || ! grep -q "preload-app: ok ($np ranks)" "$work/$label.out"; then
+  if ((status != 0)) || ! grep -qF "$ok_line" "$work/$label.out"; then
     fail "$label: exit status $status"
     echo "--- stdout"; cat "$work/$label.out"; echo "--- stderr"; head -c 4000 "$work/$label.err"
     return 1
@@ -75,6 +80,13 @@ preload | disabled)
       reject_counters disabled "bcast|barrier" "flat|tree|dissemination|shm|cma|bridge|packed"
     }
   fi
+  ;;
+fortran)
+  ok_line="test_fortran: ok ($np ranks)"
+  run fortran "$mpicc" LD_PRELOAD="$library" NODECOLL_STATS=1 && {
+    expect_counters fortran allreduce "flat|tree|recursive-doubling|ring|cma|shm|ordered"
+    fast_path fortran
+  }
   ;;
 install)
   prefix=$work/prefix

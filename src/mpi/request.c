@@ -46,6 +46,8 @@ static void index_request(nc_mpi_request *r)
     while (!atomic_compare_exchange_weak_explicit(head, &first, r, memory_order_release, memory_order_relaxed));
 }
 
+int nc_mpi_request_is_nodecoll(MPI_Request handle) { return any_live() && find(handle) != NULL; }
+
 static void link_live(nc_mpi_request *r)
 {
     atomic_store_explicit(&r->live, 1, memory_order_release);

@@ -172,6 +172,8 @@ struct nc_mpi_request {
 /* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent
  * init's); NULL when none can be made (the call then goes to the host). */
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent);
+/* Whether handle is one of nodecoll's live requests (else the host's, or none). */
+int nc_mpi_request_is_nodecoll(MPI_Request handle);
 /* Gives back a request that was never started (the call went to the host after all). */
 void nc_mpi_request_discard(nc_mpi_request *r);
 /* Starts r: begin, then queue the operation (MPI_Start). */

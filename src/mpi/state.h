@@ -77,11 +77,18 @@ void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm);
 
 /* Everything one reduction call needs, filled on the caller's stack by
  * nc_mpi_describe_reduction or nc_mpi_host_reduction (red points into it). */
+/* A user op made through a Fortran binding (src/mpi/fortran.c) whose function takes the
+ * Fortran handle of its datatype: the binding's way of making another such op. */
+typedef int nc_mpi_op_maker(MPI_User_function *fn, int commute, MPI_Op *op);
 typedef struct nc_user_call {
     MPI_User_function *fn;
     MPI_Datatype type;
     size_t extent;
+    nc_mpi_op_maker *fortran; /* NULL: a C function */
 } nc_user_call;
+/* Records a user op (the host made it) so that reductions with it run on nodecoll:
+ * MPI_Op_create's record, and a Fortran binding's (fortran: its maker, else NULL). */
+void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran);
 typedef struct nc_mpi_reduction {
     nc_reduction red;
     nc_host_op host;

@@ -3,13 +3,17 @@
  *
  * Accelerated: the predefined C datatypes (every integer width, the multi-language integers
  * MPI_AINT/OFFSET/COUNT, MPI_BYTE, float/double/long double, the C complex types,
- * MPI_C_BOOL, the MINLOC/MAXLOC pair types) with every predefined op MPI defines on them,
- * and user-defined ops (MPI_Op_create) on any of those datatypes and on derived datatypes
+ * MPI_C_BOOL, the MINLOC/MAXLOC pair types), the predefined Fortran datatypes (INTEGER and
+ * INTEGERn, REAL, DOUBLE PRECISION and REALn, COMPLEX, DOUBLE COMPLEX and COMPLEXn, LOGICAL,
+ * 2INTEGER, 2REAL, 2DOUBLE_PRECISION) with every predefined op MPI defines on them, and
+ * user-defined ops (MPI_Op_create) on any of those datatypes and on derived datatypes
  * whose data lie inside each element's extent.  Everything else goes to the host MPI
  * unchanged, counted as "pmpi:type": combinations MPI forbids (so the host raises
- * MPI_ERR_OP, as for a predefined op on a derived type), MPI_CHAR/MPI_WCHAR and the Fortran
- * types, derived types whose data reach outside their extents, MPI_REPLACE/MPI_NO_OP
- * (one-sided only in MPI). */
+ * MPI_ERR_OP, as for a predefined op on a derived type, or does what it does where it goes
+ * beyond MPI), MPI_CHAR/MPI_WCHAR/MPI_CHARACTER (in no group of MPI-4.0 6.9.2), REAL16 and
+ * COMPLEX32 (both hosts compute them as x87 long double, not as the Fortran compiler's
+ * quad precision), types the host does not have, derived types whose data reach outside
+ * their extents, MPI_REPLACE/MPI_NO_OP (one-sided only in MPI). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,12 +32,14 @@
 /* ---- datatypes ------------------------------------------------------------------------ */
 
 /* MPI-4.0 section 6.9.2 groups the datatypes; each group allows a set of operations. */
-enum type_group { G_INTEGER, G_MULTI_LANGUAGE, G_BYTE, G_FLOAT, G_COMPLEX, G_LOGICAL, G_PAIR };
+enum type_group { G_INTEGER, G_FORTRAN_INTEGER, G_MULTI_LANGUAGE, G_BYTE, G_FLOAT, G_COMPLEX, G_LOGICAL, G_PAIR };
 
 #define OPS_BIT(op) (1u << NC_OP_##op)
 static const unsigned group_ops[] = {
     [G_INTEGER] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(LAND) | OPS_BIT(LOR) |
                   OPS_BIT(LXOR) | OPS_BIT(BAND) | OPS_BIT(BOR) | OPS_BIT(BXOR),
+    [G_FORTRAN_INTEGER] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(BAND) |
+                          OPS_BIT(BOR) | OPS_BIT(BXOR),
     [G_MULTI_LANGUAGE] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(BAND) |
                          OPS_BIT(BOR) | OPS_BIT(BXOR),
     [G_BYTE] = OPS_BIT(BAND) | OPS_BIT(BOR) | OPS_BIT(BXOR),
@@ -43,10 +49,15 @@ static const unsigned group_ops[] = {
     [G_PAIR] = OPS_BIT(MINLOC) | OPS_BIT(MAXLOC),
 };
 
+/* A Fortran type's element kind follows the size the host gives it (a compiler may make
+ * INTEGER, REAL or LOGICAL 8 bytes). */
+enum fortran_kind { F_NONE, F_INTEGER, F_REAL, F_COMPLEX, F_LOGICAL, F_2INTEGER, F_2REAL };
+
 typedef struct known_type {
     MPI_Datatype type;
     nc_elem_id elem;
     enum type_group group;
+    enum fortran_kind fortran; /* F_NONE: elem is the C type's */
     size_t extent;
     size_t true_extent; /* without the trailing padding of MPI_DOUBLE_INT and friends */
 } known_type;
@@ -68,12 +79,73 @@ static nc_elem_id integer_elem(size_t bytes, int is_signed)
 #define NC_IS_SIGNED(ctype) ((long double)(ctype)-1 < 0.0L)
 /* The element kind of a C integer type by width and signedness; the extent is filled in
  * from the kind (nodecoll's C layout), and the host's must match it. */
-#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, 0, 0}
-#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, 0, 0}
-#define NC_OTHER(mpi, elem, group) {mpi, NC_ELEM_##elem, group, 0, 0}
+#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, F_NONE, 0, 0}
+#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, F_NONE, 0, 0}
+#define NC_OTHER(mpi, elem, group) {mpi, NC_ELEM_##elem, group, F_NONE, 0, 0}
+#define NC_FORTRAN(mpi, kind, group) {mpi, NC_ELEM_COUNT, group, kind, 0, 0}
+
+/* The element kind of a Fortran type of `size` bytes, or NC_ELEM_COUNT. */
+static nc_elem_id fortran_elem(enum fortran_kind kind, int size)
+{
+    switch (kind) {
+    case F_INTEGER: return integer_elem((size_t)size, 1);
+    case F_REAL: return size == 4 ? NC_ELEM_F32 : size == 8 ? NC_ELEM_F64 : NC_ELEM_COUNT;
+    case F_COMPLEX: return size == 8 ? NC_ELEM_C32 : size == 16 ? NC_ELEM_C64 : NC_ELEM_COUNT;
+    case F_LOGICAL: return size == 4 ? NC_ELEM_FLOG32 : size == 8 ? NC_ELEM_FLOG64 : NC_ELEM_COUNT;
+    case F_2INTEGER: return size == 8 ? NC_ELEM_INT_INT : NC_ELEM_COUNT;
+    case F_2REAL: return size == 8 ? NC_ELEM_REAL_REAL : size == 16 ? NC_ELEM_DOUBLE_DOUBLE : NC_ELEM_COUNT;
+    case F_NONE: break;
+    }
+    return NC_ELEM_COUNT;
+}
+
+/* One LOGICAL of `elem` (4 or 8 bytes) holding v, and back. */
+static void logical_put(void *at, nc_elem_id elem, long long v)
+{
+    if (elem == NC_ELEM_FLOG32) *(int32_t *)at = (int32_t)v;
+    else *(int64_t *)at = (int64_t)v;
+}
+static long long logical_get(const void *at, nc_elem_id elem)
+{
+    return elem == NC_ELEM_FLOG32 ? *(const int32_t *)at : *(const int64_t *)at;
+}
+
+/* Fortran LOGICAL as the host reduces it: the values it writes for true and false, and
+ * which values it reads as true, found by reducing LOGICALs through the host itself (its
+ * Fortran binding may have told it the compiler's .TRUE.).  nodecoll's kernels then follow
+ * that rule; 0 (MPI_LOGICAL stays with the host) when some probe does not fit it. */
+static int probe_fortran_logical(MPI_Datatype type, nc_elem_id elem)
+{
+    enum { NPROBES = 4, NOPS = 3 };
+    const long long probes[NPROBES] = {0, 1, 2, -1};
+    const MPI_Op ops[NOPS] = {MPI_LAND, MPI_LOR, MPI_LXOR};
+    const nc_op_id ids[NOPS] = {NC_OP_LAND, NC_OP_LOR, NC_OP_LXOR};
+    long long host[NOPS][NPROBES][NPROBES];
+    _Alignas(8) char in[8], inout[8];
+    for (int o = 0; o < NOPS; o++)
+        for (int a = 0; a < NPROBES; a++)
+            for (int b = 0; b < NPROBES; b++) {
+                logical_put(in, elem, probes[a]);
+                logical_put(inout, elem, probes[b]);
+                if (PMPI_Reduce_local(in, inout, 1, type, ops[o]) != MPI_SUCCESS) return 0;
+                host[o][a][b] = logical_get(inout, elem);
+            }
+    long long false_value = host[1][0][0]; /* LOR(0, 0) */
+    long long true_value = host[1][1][0] != false_value ? host[1][1][0] : host[1][3][0];
+    nc_fortran_logical_set(true_value, false_value, host[1][2][0] == false_value /* 2 is not true */);
+    for (int o = 0; o < NOPS; o++)
+        for (int a = 0; a < NPROBES; a++)
+            for (int b = 0; b < NPROBES; b++) {
+                logical_put(in, elem, probes[a]);
+                logical_put(inout, elem, probes[b]);
+                nc_kernel(ids[o], elem)(in, inout, 1, NULL);
+                if (logical_get(inout, elem) != host[o][a][b]) return 0;
+            }
+    return 1;
+}
 
 /* Open MPI's handles are addresses, not constants: the table is built at first use. */
-static known_type known[48];
+static known_type known[64];
 static int known_count;
 static pthread_once_t known_once = PTHREAD_ONCE_INIT;
 
@@ -102,18 +174,44 @@ static void build_type_table(void)
         NC_OTHER(MPI_2INT, INT_INT, G_PAIR),
         NC_OTHER(MPI_SHORT_INT, SHORT_INT, G_PAIR),
         NC_OTHER(MPI_LONG_DOUBLE_INT, LONG_DOUBLE_INT, G_PAIR),
+        /* Fortran, by MPI-4.0 6.9.2's groups (REAL16 and COMPLEX32 stay with the host: see
+         * the top; MPI_CHARACTER is in no group) */
+        NC_FORTRAN(MPI_INTEGER, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER1, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER2, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER4, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER8, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_REAL, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_DOUBLE_PRECISION, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_REAL4, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_REAL8, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_COMPLEX, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_DOUBLE_COMPLEX, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_COMPLEX8, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_COMPLEX16, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_LOGICAL, F_LOGICAL, G_LOGICAL),
+        NC_FORTRAN(MPI_2INTEGER, F_2INTEGER, G_PAIR),
+        NC_FORTRAN(MPI_2REAL, F_2REAL, G_PAIR),
+        NC_FORTRAN(MPI_2DOUBLE_PRECISION, F_2REAL, G_PAIR),
     };
-    for (size_t i = 0; i < sizeof all / sizeof all[0] && known_count < (int)(sizeof known / sizeof known[0]); i++) {
-        /* Only where the host lays the type out exactly like the C kernel's element. */
+    _Static_assert(sizeof all / sizeof all[0] <= sizeof known / sizeof known[0], "known[] is too small");
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        /* Only where the host lays the type out exactly like the kernel's element; a type the
+         * host lacks (null, or of size 0 where it was built without Fortran) is skipped. */
+        known_type t = all[i];
         MPI_Aint lb, extent, true_lb, true_extent;
-        if (all[i].type == MPI_DATATYPE_NULL || all[i].elem == NC_ELEM_COUNT) continue;
-        if (PMPI_Type_get_extent(all[i].type, &lb, &extent) != MPI_SUCCESS ||
-            PMPI_Type_get_true_extent(all[i].type, &true_lb, &true_extent) != MPI_SUCCESS)
+        int size = 0;
+        if (t.type == MPI_DATATYPE_NULL || PMPI_Type_size(t.type, &size) != MPI_SUCCESS || size <= 0) continue;
+        if (t.fortran != F_NONE) t.elem = fortran_elem(t.fortran, size);
+        if (t.elem == NC_ELEM_COUNT) continue;
+        if (PMPI_Type_get_extent(t.type, &lb, &extent) != MPI_SUCCESS ||
+            PMPI_Type_get_true_extent(t.type, &true_lb, &true_extent) != MPI_SUCCESS)
             continue;
-        if (lb != 0 || true_lb != 0 || (size_t)extent != nc_elem_size(all[i].elem)) continue;
-        known[known_count] = all[i];
-        known[known_count].extent = (size_t)extent;
-        known[known_count++].true_extent = (size_t)true_extent;
+        if (lb != 0 || true_lb != 0 || (size_t)extent != nc_elem_size(t.elem)) continue;
+        if (t.fortran == F_LOGICAL && !probe_fortran_logical(t.type, t.elem)) continue;
+        t.extent = (size_t)extent;
+        t.true_extent = (size_t)true_extent;
+        known[known_count++] = t;
     }
 }
 
@@ -192,6 +290,7 @@ typedef struct user_op {
     MPI_Op op;
     MPI_User_function *fn;
     int commutative;
+    nc_mpi_op_maker *fortran;
     struct user_op *next;
 } user_op;
 static user_op *user_ops;
@@ -228,17 +327,21 @@ static int find_user_op(MPI_Op op, user_op *out)
     return found;
 }
 
-NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran)
 {
-    int err = PMPI_Op_create(fn, commute, op);
-    if (err != MPI_SUCCESS) return err;
     user_op *u = nc_alloc_or_die(sizeof *u); /* an op unrecorded on one rank would send it to the host alone */
-    *u = (user_op){*op, fn, commute, NULL};
+    *u = (user_op){op, fn, commute, fortran, NULL};
     pthread_mutex_lock(&user_ops_lock);
     u->next = user_ops;
     user_ops = u;
     user_ops_changed();
     pthread_mutex_unlock(&user_ops_lock);
+}
+
+NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    int err = PMPI_Op_create(fn, commute, op);
+    if (err == MPI_SUCCESS) nc_mpi_record_user_op(*op, fn, commute, NULL);
     return err;
 }
 
@@ -260,15 +363,20 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
     return err;
 }
 
-/* A user function takes an int count: longer runs are cut. */
+/* A user function takes an int count: longer runs are cut.  A Fortran one takes the
+ * datatype's Fortran handle (and an INTEGER count: MPI_Fint is an int, fortran.c). */
+typedef void fortran_user_function(void *in, void *inout, MPI_Fint *len, MPI_Fint *type);
 
 static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 {
     nc_user_call *u = ctx;
     size_t extent = u->extent;
+    MPI_Fint ftype = u->fortran ? PMPI_Type_c2f(u->type) : 0;
     for (size_t done = 0; done < count;) {
         int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
-        u->fn((char *)(uintptr_t)in + done * extent, (char *)inout + done * extent, &n, &u->type);
+        void *a = (char *)(uintptr_t)in + done * extent, *b = (char *)inout + done * extent;
+        if (u->fortran) ((fortran_user_function *)(uintptr_t)u->fn)(a, b, &n, &ftype);
+        else u->fn(a, b, &n, &u->type);
         done += (size_t)n;
     }
 }
@@ -279,7 +387,7 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     user_op u;
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
     rc->host = (nc_host_op){op, type};
-    rc->user = (nc_user_call){u.fn, type, extent};
+    rc->user = (nc_user_call){u.fn, type, extent, u.fortran};
     rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host};
     return 0;
 }
@@ -465,7 +573,8 @@ static void copy_out(const nc_mpi_reduce_call *b, int err)
 static void hold_user_op(nc_mpi_reduce_call *b)
 {
     if (b->rc.red.fn != call_user_op) return;
-    if (PMPI_Op_create(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
+    nc_mpi_op_maker *make = b->rc.user.fortran ? b->rc.user.fortran : PMPI_Op_create;
+    if (make(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
     else b->held_op = MPI_OP_NULL;
 }
 
