@@ -35,6 +35,26 @@ static nc_comm *pending; /* communicators whose queue is not empty */
 
 int nc_engine_outstanding(void) { return atomic_load_explicit(&outstanding, memory_order_relaxed); }
 
+/* Whether other threads may start or progress operations (MPI_THREAD_MULTIPLE, the progress
+ * thread): only then do queues take their locks and counters locked updates.  Otherwise one
+ * thread at a time calls nodecoll (MPI orders the calls of the other thread levels), and a
+ * small nonblocking call spent a fifth of its time on locked instructions it did not need. */
+static _Atomic int queues_shared;
+
+void nc_engine_share_queues(void) { atomic_store_explicit(&queues_shared, 1, memory_order_seq_cst); }
+
+static int sharing(void) { return atomic_load_explicit(&queues_shared, memory_order_relaxed); }
+
+int nc_engine_queues_shared(void) { return sharing(); }
+
+static int count_add(_Atomic int *counter, int by, memory_order order)
+{
+    if (sharing()) return atomic_fetch_add_explicit(counter, by, order);
+    int before = atomic_load_explicit(counter, memory_order_relaxed);
+    atomic_store_explicit(counter, before + by, order);
+    return before;
+}
+
 void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking)
 {
     op->c = c;
@@ -56,8 +76,14 @@ void nc_op_restart(nc_op *op)
     atomic_store_explicit(&op->done, 0, memory_order_relaxed);
 }
 
-static int try_lock(nc_comm *c) { return !atomic_exchange_explicit(&c->queue_lock, 1, memory_order_acquire); }
-static void unlock(nc_comm *c) { atomic_store_explicit(&c->queue_lock, 0, memory_order_release); }
+static int try_lock(nc_comm *c)
+{
+    return !sharing() || !atomic_exchange_explicit(&c->queue_lock, 1, memory_order_acquire);
+}
+static void unlock(nc_comm *c)
+{
+    if (sharing()) atomic_store_explicit(&c->queue_lock, 0, memory_order_release);
+}
 static void lock(nc_comm *c)
 {
     while (!try_lock(c)) sched_yield();
@@ -79,8 +105,8 @@ static int progress_queue(nc_comm *c)
         if (op->alg->progress(op, op->state) == NC_PENDING) break;
         c->queue_head = op->next;
         if (!c->queue_head) c->queue_tail = NULL;
-        atomic_fetch_sub_explicit(&c->queued, 1, memory_order_release);
-        if (!op->blocking) atomic_fetch_sub_explicit(&outstanding, 1, memory_order_relaxed);
+        count_add(&c->queued, -1, memory_order_release);
+        if (!op->blocking) count_add(&outstanding, -1, memory_order_relaxed);
         complete(op);
         completed++;
     }
@@ -89,10 +115,11 @@ static int progress_queue(nc_comm *c)
 
 static void list_pending(nc_comm *c)
 {
-    pthread_mutex_lock(&pending_lock);
+    int shared = sharing();
+    if (shared) pthread_mutex_lock(&pending_lock);
     c->next_pending = pending;
     pending = c;
-    pthread_mutex_unlock(&pending_lock);
+    if (shared) pthread_mutex_unlock(&pending_lock);
 }
 
 /* Appends op to its communicator's queue (the communicator joins the pending list when its
@@ -106,8 +133,8 @@ static void enqueue(nc_op *op)
     else c->queue_head = op;
     c->queue_tail = op;
     op->next = NULL;
-    atomic_fetch_add_explicit(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking && !atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed) && progress_thread_on) {
+    count_add(&c->queued, 1, memory_order_relaxed);
+    if (!op->blocking && !count_add(&outstanding, 1, memory_order_release) && progress_thread_on) {
         pthread_mutex_lock(&wake_lock);
         pthread_cond_signal(&wake);
         pthread_mutex_unlock(&wake_lock);
@@ -142,8 +169,11 @@ int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 
 int nc_engine_progress(void)
 {
-    if (!nc_engine_outstanding()) return 0; /* (queues hold nonblocking operations only) */
-    if (pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
+    /* (queues hold nonblocking operations only; acquire: whoever queued one had shared the
+     * queues first, if it was to share them) */
+    if (!atomic_load_explicit(&outstanding, memory_order_acquire)) return 0;
+    int shared = sharing();
+    if (shared && pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
     int completed = 0;
     for (nc_comm **at = &pending, *c; (c = *at);) {
         if (try_lock(c)) {
@@ -158,7 +188,7 @@ int nc_engine_progress(void)
         }
         at = &c->next_pending;
     }
-    pthread_mutex_unlock(&pending_lock);
+    if (shared) pthread_mutex_unlock(&pending_lock);
     return completed;
 }
 
@@ -235,6 +265,10 @@ int nc_op_test(nc_op *op)
         progress_queue(c);
         unlock(c);
         if (atomic_load_explicit(&op->done, memory_order_acquire)) return 1;
+        /* (nothing outstanding elsewhere: no other queue to walk) */
+        if (atomic_load_explicit(&outstanding, memory_order_relaxed) ==
+            atomic_load_explicit(&c->queued, memory_order_relaxed))
+            return 0;
     }
     nc_engine_progress();
     return atomic_load_explicit(&op->done, memory_order_acquire);
@@ -262,14 +296,15 @@ void nc_op_wait(nc_op *op)
 /* Takes c off the pending list if it is there (its queue is empty). */
 static void unlist(nc_comm *c)
 {
-    pthread_mutex_lock(&pending_lock);
+    int shared = sharing();
+    if (shared) pthread_mutex_lock(&pending_lock);
     for (nc_comm **at = &pending; *at; at = &(*at)->next_pending)
         if (*at == c) {
             *at = c->next_pending;
             c->listed = 0;
             break;
         }
-    pthread_mutex_unlock(&pending_lock);
+    if (shared) pthread_mutex_unlock(&pending_lock);
 }
 
 void nc_comm_drain_queue(nc_comm *c)
@@ -336,6 +371,7 @@ static void *progress_main(void *unused)
 
 void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
 {
+    nc_engine_share_queues();
     pthread_mutex_lock(&wake_lock);
     if (!progress_thread_on) {
         progress_thread_calls_host = may_call_host;

@@ -202,6 +202,13 @@ void nc_op_wait(nc_op *op);
 /* Progresses every outstanding operation of the process, without waiting; the number of
  * operations that completed. */
 int nc_engine_progress(void);
+/* Other threads may start or progress operations from now on (MPI_THREAD_MULTIPLE, or the
+ * progress thread): the queues take their locks.  Before that, one thread at a time uses
+ * the engine; called before any other thread may. */
+void nc_engine_share_queues(void);
+/* Whether they are (a hand-over between the engine and the application may then be
+ * concurrent). */
+int nc_engine_queues_shared(void);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 

@@ -139,9 +139,22 @@ static void give_back_request(nc_mpi_request *r)
     pthread_mutex_unlock(&spares_lock);
 }
 
+/* Under MPI_THREAD_MULTIPLE other threads may start and progress operations: the engine's
+ * queues must take their locks from the first request on. */
+static void share_queues_if_threads_may(void)
+{
+    static _Atomic int known;
+    if (atomic_load_explicit(&known, memory_order_acquire)) return;
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) nc_engine_share_queues();
+    atomic_store_explicit(&known, 1, memory_order_release);
+}
+
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
     nc_mpi_release_freed();
+    share_queues_if_threads_may();
     start_progress_thread(&s->coll.cfg);
     nc_mpi_request *r = take_request();
     if (!r) return NULL;
@@ -188,7 +201,16 @@ static int deliver(nc_mpi_request *r)
 }
 
 /* A request freed while active is released by whoever comes second: the engine completing
- * its operation, or MPI_Request_free. */
+ * its operation, or MPI_Request_free.  Whether I am second (the exchange is locked only where
+ * another thread may be the first: a small request paid for it at every completion). */
+static int second_to_detach(nc_mpi_request *r)
+{
+    if (nc_engine_queues_shared()) return atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel);
+    int before = atomic_load_explicit(&r->detached, memory_order_relaxed);
+    atomic_store_explicit(&r->detached, 1, memory_order_relaxed);
+    return before;
+}
+
 static void release_detached(nc_mpi_request *r)
 {
     /* (the engine stores `done` just after `finished` returns) */
@@ -224,7 +246,7 @@ void nc_mpi_release_freed_completed(void)
 static void operation_finished(nc_op *op)
 {
     nc_mpi_request *r = op->owner;
-    if (!atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) return;
+    if (!second_to_detach(r)) return;
     pthread_mutex_lock(&deferred_lock);
     r->next_deferred = deferred;
     deferred = r;
@@ -348,7 +370,7 @@ NC_EXPORT int MPI_Request_free(MPI_Request *request)
     if (!r->active) {
         unlink_live(r);
         destroy(r);
-    } else if (atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) {
+    } else if (second_to_detach(r)) {
         release_detached(r); /* its operation had completed already */
     }
     return MPI_SUCCESS;
