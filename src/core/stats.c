@@ -1,5 +1,7 @@
 #include "stats.h"
 
+#include "hot_tls.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -41,13 +43,16 @@ typedef struct totals {
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 static counter_block *blocks;
 static totals retired, baseline;
-static _Thread_local counter_block *my_block;
+static NC_HOT_TLS counter_block *my_block;
 static pthread_key_t block_key;
 static pthread_once_t block_key_once = PTHREAD_ONCE_INIT;
 
+/* (Runs in the ending thread: a later destructor there that makes a call counts in a new
+ * block, which the key's next round of destructors retires in turn.) */
 static void retire_block(void *block)
 {
     counter_block *b = block;
+    my_block = NULL;
     pthread_mutex_lock(&blocks_lock);
     for (counter_block **at = &blocks; *at; at = &(*at)->next)
         if (*at == b) {

@@ -70,7 +70,7 @@ static const named_type *recent_named(MPI_Datatype type)
 }
 
 /* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
-_Thread_local nc_dense_type nc_last_dense_type;
+NC_HOT_TLS nc_dense_type nc_last_dense_type;
 
 static int describe_type(MPI_Datatype type, int *size, int *dense)
 {

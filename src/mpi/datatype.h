@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "../coll/data.h"
+#include "../core/hot_tls.h"
 
 typedef struct nc_buffer {
     char *bytes_at;   /* contiguous bytes: the user buffer or the staging copy */
@@ -35,7 +36,7 @@ typedef struct nc_dense_type {
     MPI_Datatype type;
     size_t size; /* 0: none yet */
 } nc_dense_type;
-extern _Thread_local nc_dense_type nc_last_dense_type;
+extern NC_HOT_TLS nc_dense_type nc_last_dense_type;
 /* (Inline for that type: most calls use the type of the call before.) */
 static inline int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count,
                                       MPI_Datatype type, MPI_Comm comm, int fill)

@@ -77,11 +77,6 @@ static void start_progress_thread(const nc_config *cfg)
  * (a fresh calloc, handle and index entry per nonblocking call cost more than the call). */
 static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *spares;
-/* A few spares per thread first, without the lock (a thread's loop of nonblocking calls
- * reuses one object; what a thread keeps when it ends stays unused). */
-#define NC_THREAD_SPARES 4
-static _Thread_local nc_mpi_request *my_spares;
-static _Thread_local int my_spare_count;
 
 /* Clears a reused object as calloc did, except what every use sets before reading: the
  * operation's state (planned), the datatype cursors at the end of the calls (positioned by
@@ -101,16 +96,11 @@ static void clear_request(nc_mpi_request *r)
 /* A cleared request object with a handle, or NULL. */
 static nc_mpi_request *take_request(void)
 {
-    nc_mpi_request *r = my_spares;
-    if (r) {
-        my_spares = r->next_spare;
-        my_spare_count--;
-    } else {
-        pthread_mutex_lock(&spares_lock);
-        r = spares;
-        if (r) spares = r->next_spare;
-        pthread_mutex_unlock(&spares_lock);
-    }
+    int shared = nc_engine_queues_shared(); /* (else one thread at a time is here) */
+    if (shared) pthread_mutex_lock(&spares_lock);
+    nc_mpi_request *r = spares;
+    if (r) spares = r->next_spare;
+    if (shared) pthread_mutex_unlock(&spares_lock);
     if (r) {
         clear_request(r);
         return r;
@@ -127,16 +117,11 @@ static nc_mpi_request *take_request(void)
 
 static void give_back_request(nc_mpi_request *r)
 {
-    if (my_spare_count < NC_THREAD_SPARES) {
-        r->next_spare = my_spares;
-        my_spares = r;
-        my_spare_count++;
-        return;
-    }
-    pthread_mutex_lock(&spares_lock);
+    int shared = nc_engine_queues_shared();
+    if (shared) pthread_mutex_lock(&spares_lock);
     r->next_spare = spares;
     spares = r;
-    pthread_mutex_unlock(&spares_lock);
+    if (shared) pthread_mutex_unlock(&spares_lock);
 }
 
 /* Under MPI_THREAD_MULTIPLE other threads may start and progress operations: the engine's

@@ -35,7 +35,7 @@ static void set_probe_word(void) { probe_word = (uint64_t)getpid() * 0x9e3779b97
  * reused by a new communicator can never find an old state. */
 _Atomic uint64_t nc_mpi_state_generation;
 #define state_generation nc_mpi_state_generation
-_Thread_local nc_mpi_recent nc_mpi_last_state;
+NC_HOT_TLS nc_mpi_recent nc_mpi_last_state;
 typedef struct remembered_state {
     MPI_Comm comm;
     nc_mpi_comm *state;

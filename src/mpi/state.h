@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "../coll/check.h"
+#include "../core/hot_tls.h"
 #include "../coll/comm.h"
 
 typedef struct nc_mpi_comm {
@@ -47,7 +48,7 @@ typedef struct nc_mpi_recent {
     nc_mpi_comm *state;
     uint64_t generation;
 } nc_mpi_recent;
-extern _Thread_local nc_mpi_recent nc_mpi_last_state;
+extern NC_HOT_TLS nc_mpi_recent nc_mpi_last_state;
 extern _Atomic uint64_t nc_mpi_state_generation;
 static inline nc_mpi_comm *nc_mpi_recent_state(MPI_Comm comm)
 {

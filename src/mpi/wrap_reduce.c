@@ -447,7 +447,7 @@ typedef struct recent_pair {
     nc_user_call user;
     uint64_t generation; /* 0: none */
 } recent_pair;
-static _Thread_local recent_pair recent;
+static NC_HOT_TLS recent_pair recent;
 
 int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, const nc_config *cfg)
 {
