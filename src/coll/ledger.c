@@ -2,7 +2,7 @@
 #include "ledger.h"
 
 #include "engine.h"
-#include "../core/tree.h"
+#include "../core/hier.h"
 
 int nc_consumed(nc_op *op, nc_node *n, int rank, uint64_t frag_end)
 {
@@ -19,13 +19,13 @@ int nc_all_consumed(nc_op *op, nc_node *n, uint64_t frag_end)
     return 1;
 }
 
-/* The readers of a slot's last fragment: the children of my place in that Bcast's tree. */
+/* The readers of a slot's last fragment: the children of my place in that Bcast's tree
+ * (shaped by the node's groups, as the Bcast's was). */
 static int tree_children_consumed(nc_op *op, nc_node *n, int root, int radix, uint64_t frag_end)
 {
-    int v = nc_vrank(n->rank, root, n->size), first = nc_tree_first_child(v, radix);
-    int count = nc_tree_child_count(v, radix, n->size);
-    for (int i = 0; i < count; i++)
-        if (!nc_consumed(op, n, nc_rank_of(first + i, root, n->size), frag_end)) return 0;
+    nc_tree_pos t = nc_tree_place(n->hier, n->size, n->rank, root, radix, NC_TREE_HEAP);
+    for (int i = 0; i < t.children; i++)
+        if (!nc_consumed(op, n, nc_tree_child(n->hier, n->size, &t, i), frag_end)) return 0;
     return 1;
 }
 

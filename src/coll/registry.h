@@ -50,6 +50,11 @@ static inline const nc_algorithm *nc_registry_select_step(const nc_comm *c, cons
  * asks before it looks at the call's arguments. */
 nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll);
 
+/* The shape of a reduction fan-in to node rank `root` (a parameter of the tree algorithm,
+ * planned once): the node's topology groups or NULL (contiguous rank ranges), and the rank
+ * the tree is rooted at (*top; the root copies the result from it when they differ). */
+const nc_hier *nc_registry_fanin_shape(const nc_comm *c, const nc_reduction *red, int root, int *top);
+
 /* How the leaders spread the node regions of an Allgather(v) across nodes (a parameter of
  * that algorithm, planned once): ring, recursive doubling or dissemination, from the
  * NODECOLL_ALLGATHERV_ALG setting or from the node volumes (bytes per node, reordered

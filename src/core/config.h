@@ -7,7 +7,7 @@
 
 #include "config_table.h"
 
-typedef enum { NC_KIND_INT, NC_KIND_SIZE, NC_KIND_BOOL, NC_KIND_ENUM } nc_config_kind;
+typedef enum { NC_KIND_INT, NC_KIND_SIZE, NC_KIND_BOOL, NC_KIND_ENUM, NC_KIND_SET } nc_config_kind;
 
 typedef struct nc_config {
 #define NC_CONFIG_FIELD(field, kind, def, lo, hi, choices, doc) int64_t field;
@@ -29,6 +29,7 @@ enum { NC_BCAST_AUTO, NC_BCAST_SHM, NC_BCAST_CMA };
 enum { NC_REDUCE_AUTO, NC_REDUCE_FLAT, NC_REDUCE_TREE, NC_REDUCE_CMA, NC_REDUCE_SHM, NC_REDUCE_RECURSIVE_DOUBLING };
 enum { NC_MAP_BLOCK, NC_MAP_CYCLIC };
 enum { NC_CMA_AUTO, NC_CMA_OFF };
+enum { NC_PLACE_AUTO, NC_PLACE_CPU, NC_PLACE_BLOCK, NC_PLACE_CYCLIC, NC_PLACE_SCATTER };
 enum { NC_SPREAD_AUTO, NC_SPREAD_RING, NC_SPREAD_DOUBLING, NC_SPREAD_DISSEMINATION };
 
 int nc_setting_count(void);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hier.h"
 #include "segment.h"
 #include "wait.h"
 
@@ -24,6 +25,7 @@ typedef struct nc_node {
     nc_layout layout;
     nc_wait_policy wait;
     int cma;            /* single-copy reads work between all ranks of this node */
+    nc_hier *hier;      /* the groups the trees follow (NODECOLL_TOPO_LEVELS); NULL: flat */
     pid_t *pids;        /* per node rank, for single-copy reads */
     uint64_t sync_seq;  /* barriers and fan-in/fan-out signals */
     uint64_t frag;      /* pipeline fragments, summed over all calls */

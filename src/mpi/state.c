@@ -207,6 +207,28 @@ static int map_private_node(nc_mpi_comm *s)
     return 1;
 }
 
+static int topo_levels(const nc_config *cfg) { return cfg->topo_levels < 0 ? NC_TOPO_AUTO_LEVELS : (int)cfg->topo_levels; }
+
+/* The node's groups from every rank's published place (core/hier.h); none when flat. */
+static void group_by_topology(nc_mpi_comm *s)
+{
+    nc_comm *c = &s->coll;
+    nc_node *n = &c->node;
+    nc_topo_loc *locs = malloc(sizeof *locs * (size_t)n->size);
+    if (!locs) return; /* (flat: still correct) */
+    for (int r = 0; r < n->size; r++) locs[r] = nc_rank_info_read(nc_node_ctl(n, r)).loc;
+    n->hier = nc_hier_build(locs, n->size, topo_levels(&c->cfg));
+    free(locs);
+    if (c->cfg.verbose >= 2 && n->hier) {
+        char what[200];
+        int at = snprintf(what, sizeof what, "node rank %d: topology groups", n->rank);
+        for (int l = 1; l <= n->hier->depth && at < (int)sizeof what; l++)
+            at += snprintf(what + at, sizeof what - (size_t)at, " %s:%d", nc_topo_level_names[n->hier->level[l - 1]],
+                           n->hier->ngroups[l]);
+        say(&c->cfg, 2, s->comm, what);
+    }
+}
+
 /* What a rank does when a rank it waits for has died (coll/watch.h): MPI_Abort on the
  * world, since one dead rank dooms every communicator of the job.  Both launchers end the
  * whole job on MPI_Abort even when told to keep it going after a rank dies (Open MPI's
@@ -240,7 +262,8 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (fd >= 0) close(fd);
     if (ok) {
         pthread_once(&probe_once, set_probe_word);
-        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word};
+        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}};
+        if (topo_levels(&c->cfg) && n->size > 2) me.loc = nc_topo_locate((int)c->cfg.topo_place, n->rank, n->size);
         nc_rank_info_publish(nc_node_ctl(n, n->rank), &me);
     }
     ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
@@ -248,6 +271,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (!ok) return 0;
 
     alloc_node_state(c, oversubscribed);
+    group_by_topology(s);
     n->wait.spinners = cores_per_rank;
     int cma_ok = 0;
     if (c->cfg.cma != NC_CMA_OFF) {
@@ -304,6 +328,8 @@ static void release_resources(nc_mpi_comm *s)
     free(n->slot_use);
     free(n->cons_seen);
     free(n->move_readers);
+    nc_hier_free(n->hier);
+    n->hier = NULL;
     for (int i = 0; i < 2; i++) {
         free(n->scratch[i]);
         free(n->move_scratch[i]);

@@ -41,7 +41,7 @@ static nc_step progress(nc_op *op, void *state)
     nc_node *n = &op->c->node;
     NC_BEGIN(&st->head);
     if (call->deliver >= 0) {
-        nc_fanin_setup(&st->run.fanin, call, n->size - 1, call->deliver);
+        nc_fanin_setup(&st->run.fanin, call, NULL, n->size - 1, 0, call->deliver);
         NC_AWAIT_STEP(&st->head, nc_fanin_progress(op, &st->run.fanin));
     } else {
         f->lo = call->deliver == NC_DELIVER_OWN ? call->first[n->rank] : 0;

@@ -1,0 +1,71 @@
+/* Groups of a node's ranks by topology level, and the trees shaped from them.
+ *
+ * A hierarchy of depth D cuts the node (depth 0, one group) into groups at depths 1..D, each
+ * group of depth l a union of groups of depth l+1, and depth D+1 is the ranks themselves.
+ * Ranks are kept in a locality order in which every group is a contiguous run and the
+ * subgroups of a group follow each other, ordered by their lowest rank.
+ *
+ * A tree for root R: every group's leader is R if R is in it, else its first rank in the
+ * locality order; within each group, the leaders of its subgroups form a tree (a k-ary heap
+ * or consecutive ranges, over the subgroups rotated so the one holding the group's leader
+ * comes first) rooted at the group's leader.  So each subgroup other than the root's is
+ * entered by exactly one edge of the tree: data crosses each domain boundary once.
+ *
+ * Depth 0 (no hierarchy: NULL) is today's trees exactly: the heap is the k-ary tree over
+ * ranks rotated by the root (v = (r - root) mod n), the ranges those of the reduction
+ * fan-in.  No MPI, no hwloc: the model and the MPI-free tests use the same code as the
+ * algorithms. */
+#ifndef NC_HIER_H
+#define NC_HIER_H
+
+#include "topo.h"
+#include "tree.h"
+
+typedef struct nc_hier {
+    int size;  /* ranks of the node */
+    int depth; /* D >= 1 (a flat node has no hierarchy) */
+    int level[NC_TOPO_LEVELS]; /* the topology level of depth 1..D (level[l-1]) */
+    int *order, *pos;          /* locality order: order[pos[r]] == r */
+    int ngroups[NC_TOPO_LEVELS + 2];
+    int *group_of[NC_TOPO_LEVELS + 2];  /* [l][rank]: its group at depth l (depth D+1: pos) */
+    int *start[NC_TOPO_LEVELS + 2];     /* [l][g]: position of group g's first rank; [l][ngroups] = size */
+    int *sub_first[NC_TOPO_LEVELS + 1]; /* [l][g]: group g's first subgroup (depth l+1); [l][ngroups] */
+} nc_hier;
+
+/* The hierarchy of `size` ranks at `locs` by the levels of `mask` (bits NC_TOPO_*), ordered
+ * coarse to fine by how many domains hold the ranks; a level that splits no group, or leaves
+ * every rank alone, drops out.  NULL when nothing is left (flat) or out of memory. */
+nc_hier *nc_hier_build(const nc_topo_loc *locs, int size, int mask);
+void nc_hier_free(nc_hier *h);
+
+/* Whether the locality order is rank order and rank 0 leads every group (block placement):
+ * then the range trees fold in rank order, as a non-commutative operation needs. */
+int nc_hier_in_rank_order(const nc_hier *h);
+
+/* Domains of depth l (1..D) that hold ranks. */
+static inline int nc_hier_groups(const nc_hier *h, int l) { return h ? h->ngroups[l] : 1; }
+
+typedef enum { NC_TREE_HEAP, NC_TREE_RANGE } nc_tree_shape;
+
+/* One rank's place in the tree of root `root` and radix `radix`: its parent (a node rank, -1
+ * at the root) and how many children it has; nc_tree_child names them.  Children come
+ * coarse level first in a heap (its largest subtrees start first), finest first in ranges
+ * (rank order within a block placement). */
+typedef struct nc_tree_pos {
+    int parent, children;
+    int rank, root, radix;
+    signed char shape, lead; /* lead: the shallowest depth whose group this rank leads */
+    int lo, hi;              /* my subgroup's rotated index among my depth lead-1 group's (heap: lo), range: my range */
+} nc_tree_pos;
+
+nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int radix, nc_tree_shape shape);
+/* Node rank of child i (0 <= i < children). */
+int nc_tree_child_of(const nc_hier *h, int size, const nc_tree_pos *t, int i);
+static inline int nc_tree_child(const nc_hier *h, int size, const nc_tree_pos *t, int i)
+{
+    /* (today's heap inline: every small Bcast asks for its children) */
+    if (!h && t->shape == NC_TREE_HEAP) return nc_rank_of(nc_tree_first_child(t->lo, t->radix) + i, t->root, size);
+    return nc_tree_child_of(h, size, t, i);
+}
+
+#endif
