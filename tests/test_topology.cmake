@@ -6,3 +6,28 @@ target_compile_definitions(test_model PRIVATE NODECOLL_WITHOUT_MPI)
 target_link_libraries(test_model PRIVATE Threads::Threads rt PkgConfig::HWLOC)
 add_test(NAME test_model COMMAND test_model)
 set_tests_properties(test_model PROPERTIES LABELS "${NODECOLL_MPI};quick" TIMEOUT 300)
+
+# With MPI, on synthetic topologies (nodecoll completes "... core:N" with the PU level hwloc
+# 2.9 requires), ranks dealt onto them by NODECOLL_TOPO_PLACE (auto: block on a synthetic
+# topology): every byte against the host's PMPI calls, and the registry's choices.  The
+# topology and levels are arguments (the environment lists cannot carry their spaces, colons
+# and commas).  8-16 ranks oversubscribed: Open MPI mostly (MPICH 4.0's own collectives take
+# ~8 ms per step there).
+function(nodecoll_topology_test tag np cases)
+  nodecoll_mpi_test(NAME test_topology SOURCES test_topology.c NP ${np} ENVS "${tag}:" ARGS ${cases} ${ARGN}
+                    LABELS quick)
+endfunction()
+nodecoll_topology_test(block 8 60 "HWLOC_SYNTHETIC=package:2 numa:2 l3:2 core:2" NODECOLL_TEST_GROUPED=1)
+if(NODECOLL_MPI STREQUAL "openmpi")
+  nodecoll_topology_test(flat 8 20 "HWLOC_SYNTHETIC=package:1 numa:1 l3:1 core:8" NODECOLL_TEST_GROUPED=0)
+  nodecoll_topology_test(cyclic 12 60 "HWLOC_SYNTHETIC=package:2 numa:4 l3:2 core:8" NODECOLL_TOPO_PLACE=cyclic
+                         NODECOLL_TEST_GROUPED=1)
+  nodecoll_topology_test(nodes2 12 40 "HWLOC_SYNTHETIC=package:2 numa:2 core:4" NODECOLL_RANKS_PER_NODE=6
+                         NODECOLL_TOPO_PLACE=scatter NODECOLL_TEST_GROUPED=1)
+  nodecoll_topology_test(scatter 16 60 "HWLOC_SYNTHETIC=package:2 numa:2 l3:2 core:4" NODECOLL_TOPO_PLACE=scatter
+                         NODECOLL_TOPO_LEVELS=package,numa,l3,core NODECOLL_BCAST_ALG=shm NODECOLL_SEGMENT_SIZE=4K
+                         NODECOLL_SEGMENTS=2 NODECOLL_TEST_GROUPED=1)
+  nodecoll_topology_test(oversub 9 60 "HWLOC_SYNTHETIC=package:2 numa:2 core:2" NODECOLL_TOPO_LEVELS=numa,core
+                         NODECOLL_REDUCE_ALG=tree NODECOLL_BARRIER_FANIN=2 NODECOLL_BCAST_RADIX=2
+                         NODECOLL_TEST_GROUPED=1)
+endif()
