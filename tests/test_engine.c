@@ -4,7 +4,9 @@
  * calls and as nonblocking operations (several in flight, completed in random order), on a
  * ring small enough that every slot is reused many times.  Checks the registry's choices,
  * every byte delivered, and that the operations use the node's shared numbers alike on every
- * rank.  Usage: test_engine [ranks] [rounds] [seed]. */
+ * rank.  With `grouped`, the node's ranks are grouped by a modelled topology (two packages
+ * of two NUMA nodes, ranks scattered over them), so the Barrier and Bcast trees follow the
+ * groups (core/hier.h).  Usage: test_engine [ranks] [rounds] [seed] [grouped]. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "coll/ledger.h"
 #include "coll/registry.h"
 #include "core/config.h"
+#include "core/model.h"
 #include "core/segment.h"
 
 static int failures;
@@ -40,6 +43,7 @@ typedef struct node_world {
     uint64_t seed;
     nc_layout layout;
     void *base;
+    nc_hier *hier;
 } node_world;
 
 static int zeros[64], identity[64];
@@ -60,6 +64,7 @@ static void make_comm(nc_comm *c, const node_world *w, int rank)
     n->rank = rank;
     n->base = w->base;
     n->layout = w->layout;
+    n->hier = w->hier;
     n->wait = nc_wait_policy_make(1000, 10, 50, 1);
     n->slot_use = calloc((size_t)w->layout.nseg, sizeof *n->slot_use);
     n->cons_seen = calloc((size_t)w->size, sizeof *n->cons_seen);
@@ -223,6 +228,22 @@ static void check_registry(void)
     c.cfg.barrier_alg = NC_BARRIER_FLAT;
     memset(c.chosen, 0, sizeof c.chosen);
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_flat, "forced flat");
+    /* Topology groups: the tree Barrier follows them (dissemination ignores them), and so does
+     * the reduction tree, which then comes before flat. */
+    nc_topo_loc locs[4] = {{{0, 0, 0, 0}}, {{0, 0, 0, 1}}, {{1, 1, 1, 2}}, {{1, 1, 1, 3}}};
+    c.cfg.barrier_alg = NC_BARRIER_AUTO;
+    c.bridge.size = 1;
+    c.node.hier = nc_hier_build(locs, 4, NC_TOPO_AUTO_LEVELS);
+    memset(c.chosen, 0, sizeof c.chosen);
+    CHECK(c.node.hier && c.node.hier->depth == 1, "two packages of two ranks: one level");
+    CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_tree, "groups: the tree Barrier");
+    nc_reduction sum = {.elem_size = 4, .commutative = 1};
+    nc_args allreduce = {.coll = NC_COLL_ALLREDUCE, .root = -1, .reduce = {.red = &sum}};
+    CHECK(nc_registry_select_step(&c, &allreduce, 8) == &nc_reduce_tree, "groups: a small Allreduce by the tree");
+    nc_hier_free(c.node.hier);
+    c.node.hier = NULL;
+    memset(c.chosen, 0, sizeof c.chosen);
+    CHECK(nc_registry_select_step(&c, &allreduce, 8) == &nc_reduce_flat, "no groups: a small Allreduce flat");
     free_solo(&c, &w);
 }
 
@@ -280,6 +301,13 @@ int main(int argc, char **argv)
     check_ledger();
     /* Two ring segments of 4 KiB: a 40000-byte Bcast wraps the ring five times. */
     w.layout = nc_layout_make(w.size, 4096, 2, 0);
+    if (argc > 4 && !strcmp(argv[4], "grouped")) {
+        nc_model_machine m = {{2, 2, 1, (w.size + 3) / 4 + 1}};
+        nc_topo_loc locs[64];
+        nc_model_place(&m, NC_PLACE_SCATTER, w.size, locs);
+        w.hier = nc_hier_build(locs, w.size, NC_TOPO_AUTO_LEVELS);
+        if (!w.hier) return 2;
+    }
     w.base = aligned_alloc(4096, (w.layout.total + 4095) & ~(size_t)4095);
     memset(w.base, 0, w.layout.total);
     pthread_t threads[64];
@@ -290,6 +318,8 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < w.size; r++) pthread_join(threads[r], NULL);
     free(w.base);
-    printf("test_engine: %s (%d ranks as threads, %d rounds)\n", failures ? "FAILED" : "passed", w.size, w.rounds);
+    printf("test_engine: %s (%d ranks as threads%s, %d rounds)\n", failures ? "FAILED" : "passed", w.size,
+           w.hier ? " in topology groups" : "", w.rounds);
+    nc_hier_free(w.hier);
     return failures ? 1 : 0;
 }
