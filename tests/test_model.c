@@ -46,8 +46,8 @@ static int check_tree(const nc_hier *h, int size, int root, int radix, nc_tree_s
             CHECK(c >= 0 && c < size && c != root, "%s: rank %d child %d is %d", what, r, i, c);
             if (c < 0 || c >= size) continue;
             seen[c]++;
-            CHECK(nc_tree_place(h, size, c, root, radix, shape).parent == r, "%s: child %d of %d has parent %d", what, c,
-                  r, nc_tree_place(h, size, c, root, radix, shape).parent);
+            int back = nc_tree_place(h, size, c, root, radix, shape).parent;
+            CHECK(back == r, "%s: child %d of %d has parent %d", what, c, r, back);
         }
     }
     int height = 0;
@@ -67,7 +67,8 @@ static int check_tree(const nc_hier *h, int size, int root, int radix, nc_tree_s
 static void check_same_as_flat(const nc_hier *h, int size, int root, int radix, nc_tree_shape shape, const char *what)
 {
     for (int r = 0; r < size; r++) {
-        nc_tree_pos a = nc_tree_place(h, size, r, root, radix, shape), b = nc_tree_place(NULL, size, r, root, radix, shape);
+        nc_tree_pos a = nc_tree_place(h, size, r, root, radix, shape);
+        nc_tree_pos b = nc_tree_place(NULL, size, r, root, radix, shape);
         CHECK(a.parent == b.parent && a.children == b.children, "%s: rank %d differs from the flat tree", what, r);
     }
 }
@@ -220,10 +221,11 @@ static void check_bounds(void)
                          * fan-in from rank 0 are the 8 NUMA nodes' blocks.) */
                         if (radix == (colls[c] == NC_MODEL_BCAST ? 8 : 4))
                             CHECK(b.bytes[NC_TOPO_NUMA] > (uint64_t)(b.domains[NC_TOPO_NUMA] - 1) * bytes * passes,
-                                  "np %d %s %s radix %d root %d: the flat tree keeps within the NUMA bound (%llu)", size,
-                                  place_names[place], nc_model_coll_names[colls[c]], radix, root,
+                                  "np %d %s %s radix %d root %d: the flat tree keeps within the NUMA bound (%llu)",
+                                  size, place_names[place], nc_model_coll_names[colls[c]], radix, root,
                                   (unsigned long long)b.bytes[NC_TOPO_NUMA]);
-                        flat_within += b.bytes[NC_TOPO_NUMA] <= (uint64_t)(b.domains[NC_TOPO_NUMA] - 1) * bytes * passes;
+                        flat_within +=
+                            b.bytes[NC_TOPO_NUMA] <= (uint64_t)(b.domains[NC_TOPO_NUMA] - 1) * bytes * passes;
                         checked++;
                     }
             nc_hier_free(h);

@@ -145,7 +145,8 @@ static nc_forced forced(const nc_comm *c, nc_coll_id coll)
 static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *c, const nc_args *a)
 {
     for (size_t i = 0; id != NC_ALG_COUNT && i < sizeof rows / sizeof rows[0]; i++)
-        if (rows[i].coll == a->coll && level_of(&rows[i]) == level && rows[i].alg->id == id && rows[i].alg->applies(c, a))
+        if (rows[i].coll == a->coll && level_of(&rows[i]) == level && rows[i].alg->id == id &&
+            rows[i].alg->applies(c, a))
             return rows[i].alg;
     return NULL;
 }

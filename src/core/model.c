@@ -73,7 +73,10 @@ static int tree_height(const tree_args *a)
     return height;
 }
 
-static size_t frag_bytes(size_t bytes, size_t frag, size_t f) { return bytes - f * frag < frag ? bytes - f * frag : frag; }
+static size_t frag_bytes(size_t bytes, size_t frag, size_t f)
+{
+    return bytes - f * frag < frag ? bytes - f * frag : frag;
+}
 
 /* The ring pipeline from `root` down the heap; returns its last step. */
 static int schedule_bcast(nc_model_schedule *s, const tree_args *a, size_t bytes, size_t frag, int step0)
@@ -124,7 +127,8 @@ static void schedule_barrier(nc_model_schedule *s, const tree_args *a)
     for (int x = 0; x < a->size; x++) {
         nc_tree_pos t = place(a, x);
         int depth = depth_of(a, x);
-        for (int i = 0; i < t.children; i++) nc_model_add(s, height - depth, x, nc_tree_child(a->h, a->size, &t, i), NC_MODEL_LINE, 1);
+        for (int i = 0; i < t.children; i++)
+            nc_model_add(s, height - depth, x, nc_tree_child(a->h, a->size, &t, i), NC_MODEL_LINE, 1);
         if (x != a->root) nc_model_add(s, height + depth, x, t.parent, NC_MODEL_LINE, 1);
     }
 }

@@ -207,7 +207,10 @@ static int map_private_node(nc_mpi_comm *s)
     return 1;
 }
 
-static int topo_levels(const nc_config *cfg) { return cfg->topo_levels < 0 ? NC_TOPO_AUTO_LEVELS : (int)cfg->topo_levels; }
+static int topo_levels(const nc_config *cfg)
+{
+    return cfg->topo_levels < 0 ? NC_TOPO_AUTO_LEVELS : (int)cfg->topo_levels;
+}
 
 /* The node's groups from every rank's published place (core/hier.h); none when flat. */
 static void group_by_topology(nc_mpi_comm *s)

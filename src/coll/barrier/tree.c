@@ -43,7 +43,8 @@ static nc_step progress(nc_op *op, void *state)
     NC_BEGIN(st);
     st->seq = nc_take_sync(n);
     for (st->i = 0; st->i < st->in.children; st->i++)
-        NC_AWAIT(st, nc_flag_reached(op, &nc_node_ctl(n, nc_tree_child(st->hier, n->size, &st->in, st->i))->fanin, st->seq));
+        NC_AWAIT(st, nc_flag_reached(op, &nc_node_ctl(n, nc_tree_child(st->hier, n->size, &st->in, st->i))->fanin,
+                                     st->seq));
     if (n->rank) nc_flag_post(&nc_node_ctl(n, n->rank)->fanin, st->seq);
     if (nc_comm_multinode(c) && nc_comm_is_leader(c)) {
         NC_BRIDGE_STEP(op, st, &st->req, c->bridge.barrier(c->bridge.ctx, op->bridge_req));

@@ -50,8 +50,10 @@ nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
         }
         if (st->t.children) nc_fold(call->red, call->send + st->off, st->acc, st->cnt);
         else nc_copy_bytes(st->acc, call->send + st->off, st->len);
-        if (st->top && st->root == st->top_rank && !st->top_direct) nc_copy_bytes(call->recv + st->off, st->acc, st->len);
-        else if (!st->top_direct) nc_frag_publish(n, st->p.place, st->g);
+        if (st->top && st->root == st->top_rank && !st->top_direct)
+            nc_copy_bytes(call->recv + st->off, st->acc, st->len);
+        else if (!st->top_direct)
+            nc_frag_publish(n, st->p.place, st->g);
         if (n->rank == st->root && st->root != st->top_rank) {
             NC_AWAIT(st, nc_frag_published(op, n, st->p.place, st->top_rank, st->g));
             nc_copy_bytes(call->recv + st->off, nc_frag_data(n, st->p.place, st->top_rank, st->g), st->len);
