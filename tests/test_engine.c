@@ -266,7 +266,8 @@ static void check_ledger(void)
     CHECK(nc_take_round(n) == 1, "data-movement rounds from 1");
     CHECK(nc_slot_free(&op, n, ring, 0), "a slot never filled is free");
     /* Rank 1 in the radix-2 tree of root 1 over 5 ranks (vranks 0..4): children vranks 1, 2 = ranks 2, 3. */
-    CHECK(nc_slot_take(n, ring, 0, 1, 2) == nc_frag_data(n, ring, 1, 0), "a taken slot is my ring segment");
+    nc_tree_pos tree = nc_tree_place(NULL, 5, 1, 1, 2, NC_TREE_HEAP);
+    CHECK(nc_slot_take(n, ring, 0, &tree) == nc_frag_data(n, ring, 1, 0), "a taken slot is my ring segment");
     uint64_t reuse = (uint64_t)w.layout.nseg; /* the next fragment in the same segment */
     consume(n, 4, 1);
     consume(n, 0, 1);
@@ -278,7 +279,7 @@ static void check_ledger(void)
     CHECK(nc_slot_free(&op, n, ring, reuse), "free once both children consumed it, whatever the others did");
     CHECK(n->cons_seen[3] == 1, "the last value seen is remembered");
     /* Any reader (reductions): every other rank must have consumed it. */
-    nc_slot_take(n, inline_place, 7, 0, 0);
+    nc_slot_take(n, inline_place, 7, NULL);
     for (int r = 0; r < 5; r++)
         if (r != 1) consume(n, r, r == 4 ? 7 : 8);
     CHECK(!nc_slot_free(&op, n, inline_place, 7 + NC_INLINE_SLOTS) && op.wait.flag == &nc_node_ctl(n, 4)->cons &&

@@ -10,7 +10,7 @@
  *   - the model: for 64 to 256 ranks, the hierarchical Bcast moves at most (domains - 1) x
  *     message bytes across each level's boundary, Reduce the same, Allreduce twice that, and
  *     today's flat trees move more across the NUMA boundary.
- * `test_model table` prints the model's table for the 128-core, 8-NUMA node instead
+ * `test_model table` prints the model's tables for the 128-core, 8-NUMA node instead
  * (docs/results-topology.md). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,49 +235,63 @@ static void check_bounds(void)
     printf("model bounds: %d cases checked (the flat trees kept within the NUMA bound in %d)\n", checked, flat_within);
 }
 
-/* The table of docs/results-topology.md: 128 cores, 2 packages x 4 NUMA x 2 L3 x 8 cores. */
-static void print_table(void)
+/* The tables of docs/results-topology.md: 128 ranks on 128 cores, 2 packages x 4 NUMA x 2 L3
+ * x 8 cores; radix 8 (Bcast, Barrier) and 4 (reduction fan-in, also Allreduce's). */
+static void print_tables(void)
 {
     nc_model_machine m = machine(2, 4, 2, 8);
-    int size = 128;
+    enum { SIZE = 128 };
     static const nc_model_coll colls[] = {NC_MODEL_BARRIER, NC_MODEL_BCAST, NC_MODEL_REDUCE, NC_MODEL_ALLREDUCE,
                                           NC_MODEL_SLICES};
     static const struct {
         const char *name;
         int mask;
-    } trees[] = {{"flat", 0}, {"numa", 1 << NC_TOPO_NUMA}, {"numa,l3", 1 << NC_TOPO_NUMA | 1 << NC_TOPO_L3},
+    } trees[] = {{"flat (today)", 0},
+                 {"numa", 1 << NC_TOPO_NUMA},
+                 {"numa,l3", 1 << NC_TOPO_NUMA | 1 << NC_TOPO_L3},
                  {"package,numa,l3", NC_TOPO_AUTO_LEVELS}};
-    static const size_t sizes[] = {8, 1 << 20};
-    nc_topo_loc locs[128];
-    printf("| placement | collective | bytes | levels | steps | package MiB | NUMA MiB | L3 MiB | package lines | NUMA lines | L3 lines | copied MiB |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int place = NC_PLACE_BLOCK; place <= NC_PLACE_SCATTER; place++) {
-        nc_model_place(&m, place, size, locs);
-        for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
-            for (size_t z = 0; z < 2; z++) {
-                if ((colls[c] == NC_MODEL_BARRIER && z) || (colls[c] == NC_MODEL_SLICES && !z)) continue;
+    nc_topo_loc locs[SIZE];
+    for (int big = 1; big >= 0; big--) {
+        size_t bytes = big ? 1 << 20 : 8;
+        if (big)
+            printf("\n1 MiB: payload MiB crossing each boundary, MiB copied in all, steps\n\n"
+                   "| placement | collective | levels | package | NUMA | L3 | copied | steps |\n"
+                   "|---|---|---|---|---|---|---|---|\n");
+        else
+            printf("\n8 B: cache lines crossing each boundary (flags and data), steps\n\n"
+                   "| placement | collective | levels | package | NUMA | L3 | steps |\n"
+                   "|---|---|---|---|---|---|---|\n");
+        for (int place = NC_PLACE_BLOCK; place <= NC_PLACE_SCATTER; place++) {
+            nc_model_place(&m, place, SIZE, locs);
+            for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
+                if ((colls[c] == NC_MODEL_BARRIER && big) || (colls[c] == NC_MODEL_SLICES && !big)) continue;
                 for (size_t t = 0; t < sizeof trees / sizeof trees[0]; t++) {
                     if (colls[c] == NC_MODEL_SLICES && t) continue;
-                    nc_hier *h = nc_hier_build(locs, size, trees[t].mask);
-                    int r = colls[c] == NC_MODEL_BARRIER ? 8 : colls[c] == NC_MODEL_REDUCE ? 4 : 8;
-                    model_case mc = {colls[c], h, size, 0, r, sizes[z]};
+                    nc_hier *h = nc_hier_build(locs, SIZE, trees[t].mask);
+                    int radix = colls[c] == NC_MODEL_REDUCE || colls[c] == NC_MODEL_ALLREDUCE ? 4 : 8;
+                    model_case mc = {colls[c], h, SIZE, 0, radix, bytes};
                     nc_model_count n = run_model(&mc, locs);
+                    const char *levels = colls[c] == NC_MODEL_SLICES ? "slices (today, large)" : trees[t].name;
                     double mib = 1024.0 * 1024.0;
-                    printf("| %s | %s | %zu | %s | %d | %.2f | %.2f | %.2f | %llu | %llu | %llu | %.1f |\n",
-                           place_names[place], nc_model_coll_names[colls[c]], colls[c] == NC_MODEL_BARRIER ? 0 : sizes[z],
-                           colls[c] == NC_MODEL_SLICES ? "(none)" : trees[t].name, n.steps, n.bytes[0] / mib,
-                           n.bytes[1] / mib, n.bytes[2] / mib, (unsigned long long)n.lines[0],
-                           (unsigned long long)n.lines[1], (unsigned long long)n.lines[2], n.copied / mib);
+                    if (big)
+                        printf("| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %d |\n", place_names[place],
+                               nc_model_coll_names[colls[c]], levels, n.bytes[0] / mib, n.bytes[1] / mib,
+                               n.bytes[2] / mib, n.copied / mib, n.steps);
+                    else
+                        printf("| %s | %s | %s | %llu | %llu | %llu | %d |\n", place_names[place],
+                               nc_model_coll_names[colls[c]], levels, (unsigned long long)n.lines[0],
+                               (unsigned long long)n.lines[1], (unsigned long long)n.lines[2], n.steps);
                     nc_hier_free(h);
                 }
             }
+        }
     }
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "table")) {
-        print_table();
+        print_tables();
         return 0;
     }
     check_degenerate();

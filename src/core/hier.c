@@ -184,13 +184,7 @@ int nc_hier_in_rank_order(const nc_hier *h)
 
 /* The range [lo, hi) of subgroup indices is rooted at lo; lo+1 .. hi-1 is cut into `parts`
  * consecutive sub-ranges, each rooted at its first index (every subtree is a run of
- * consecutive indices). */
-static int part_start(int lo, int hi, int parts, int i)
-{
-    int rest = hi - lo - 1;
-    return lo + 1 + (int)((long)i * rest / parts);
-}
-
+ * consecutive indices): nc_range_part. */
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* My range among m indices, and its parent's first index (-1 at the top). */
@@ -201,10 +195,10 @@ static void range_find(int v, int m, int radix, int *lo, int *hi, int *parent)
     *parent = -1;
     while (v != *lo) {
         int parts = min_int(*hi - *lo - 1, radix), i = 0;
-        while (part_start(*lo, *hi, parts, i + 1) <= v) i++;
+        while (nc_range_part(*lo, *hi, parts, i + 1) <= v) i++;
         *parent = *lo;
-        int next_lo = part_start(*lo, *hi, parts, i);
-        *hi = part_start(*lo, *hi, parts, i + 1);
+        int next_lo = nc_range_part(*lo, *hi, parts, i);
+        *hi = nc_range_part(*lo, *hi, parts, i + 1);
         *lo = next_lo;
     }
 }
@@ -273,12 +267,11 @@ nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int ra
 static int child_index(const nc_tree_pos *t, int own, int m, int count, int i)
 {
     if (t->shape == NC_TREE_HEAP) return (own ? nc_tree_first_child(t->lo, t->radix) : 1) + i;
-    return own ? part_start(t->lo, t->hi, count, i) : part_start(0, m, count, i);
+    return own ? nc_range_part(t->lo, t->hi, count, i) : nc_range_part(0, m, count, i);
 }
 
 int nc_tree_child_of(const nc_hier *h, int size, const nc_tree_pos *t, int i)
 {
-    if (!h) return nc_rank_of(child_index(t, 1, size, t->children, i), t->root, size);
     int first = t->lead > 0 ? t->lead - 1 : 0, last = h->depth;
     int heap = t->shape == NC_TREE_HEAP;
     /* heap: coarse to fine; ranges: fine to coarse */

@@ -59,13 +59,22 @@ typedef struct nc_tree_pos {
 } nc_tree_pos;
 
 nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int radix, nc_tree_shape shape);
+/* The first index of part i of the range [lo, hi) cut into `parts` (lo itself is the range's
+ * root; lo+1 .. hi-1 is cut into consecutive runs). */
+static inline int nc_range_part(int lo, int hi, int parts, int i)
+{
+    return lo + 1 + (int)((long)i * (hi - lo - 1) / parts);
+}
+
 /* Node rank of child i (0 <= i < children). */
 int nc_tree_child_of(const nc_hier *h, int size, const nc_tree_pos *t, int i);
 static inline int nc_tree_child(const nc_hier *h, int size, const nc_tree_pos *t, int i)
 {
-    /* (today's heap inline: every small Bcast asks for its children) */
-    if (!h && t->shape == NC_TREE_HEAP) return nc_rank_of(nc_tree_first_child(t->lo, t->radix) + i, t->root, size);
-    return nc_tree_child_of(h, size, t, i);
+    /* (flat trees inline: every small Bcast and reduction asks for its children) */
+    if (h) return nc_tree_child_of(h, size, t, i);
+    int v = t->shape == NC_TREE_HEAP ? nc_tree_first_child(t->lo, t->radix) + i
+                                     : nc_range_part(t->lo, t->hi, t->children, i);
+    return nc_rank_of(v, t->root, size);
 }
 
 #endif

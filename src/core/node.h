@@ -15,7 +15,7 @@
  * only after those readers are done with it. */
 typedef struct nc_slot_use {
     uint64_t frag_end; /* readers must have consumed up to here (0: never used) */
-    int root, radix;   /* the Bcast tree they read through */
+    nc_tree_pos tree;  /* my place in the Bcast tree they read through: my children */
     int any_reader;    /* or any rank of the node may have read it (reductions) */
 } nc_slot_use;
 

@@ -64,7 +64,7 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
             /* The step's slots follow each other in the ring; each must be free first. */
             for (st->h = st->g; st->h < st->g + st->k; st->h++) {
                 NC_AWAIT(&st->head, nc_slot_free(op, n, st->place, st->h));
-                char *slot = nc_slot_take(n, st->place, st->h, t->root, t->radix);
+                char *slot = nc_slot_take(n, st->place, st->h, t);
                 if (st->h == st->g) st->slot = slot;
             }
             if (st->from_parent) memcpy(st->slot, st->from_parent, st->len);

@@ -39,7 +39,7 @@ nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
             st->acc = call->recv + st->off;
         } else {
             NC_AWAIT(st, nc_slot_free(op, n, st->p.place, st->g));
-            st->acc = nc_slot_take(n, st->p.place, st->g, 0, 0);
+            st->acc = nc_slot_take(n, st->p.place, st->g, NULL);
         }
         /* acc = own op (child 1 op (child 2 op ... child m)) */
         for (st->i = st->t.children - 1; st->i >= 0; st->i--) {
