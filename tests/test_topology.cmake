@@ -31,3 +31,12 @@ if(NODECOLL_MPI STREQUAL "openmpi")
                          NODECOLL_REDUCE_ALG=tree NODECOLL_BARRIER_FANIN=2 NODECOLL_BCAST_RADIX=2
                          NODECOLL_TEST_GROUPED=1)
 endif()
+
+# Tuning rules (issue 19 part 3).  Without MPI: the file format and every way a file can be
+# wrong.
+add_executable(test_tune_rules test_tune_rules.c $<TARGET_OBJECTS:nodecoll_core>)
+target_include_directories(test_tune_rules PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(test_tune_rules PRIVATE NODECOLL_WITHOUT_MPI)
+target_link_libraries(test_tune_rules PRIVATE Threads::Threads rt PkgConfig::HWLOC)
+add_test(NAME test_tune_rules COMMAND test_tune_rules)
+set_tests_properties(test_tune_rules PROPERTIES LABELS "${NODECOLL_MPI};quick" TIMEOUT 60)

@@ -151,12 +151,22 @@ static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *
     return NULL;
 }
 
+/* The algorithm a tuning rule names for the call, if it applies (rules name a Barrier's
+ * call algorithm, and the node step of Bcast and the reductions). */
+static const nc_algorithm *tuned(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    if (!c->tune || (a->coll == NC_COLL_BARRIER) != (level == NC_CALL)) return NULL;
+    const nc_tune_rule *r = nc_tune_find(c->tune, a->coll, c->node.size, bytes);
+    return r ? row_for((nc_alg_id)r->alg, level, c, a) : NULL;
+}
+
+/* A NODECOLL_<COLL>_ALG setting first, then the tuning rules, then the rows. */
 static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
     nc_forced want = forced(c, a->coll);
     const nc_algorithm *alg = NULL;
     if (want.alg != NC_ALG_COUNT && !(alg = row_for(want.alg, level, c, a))) alg = row_for(want.otherwise, level, c, a);
-    if (alg) return alg;
+    if (alg || (alg = tuned(level, c, a, bytes))) return alg;
     const size_t nrows = sizeof rows / sizeof rows[0];
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].coll == a->coll && level_of(&rows[i]) == level && row_matches(&rows[i], c, bytes) &&
@@ -185,6 +195,12 @@ nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
     nc_args a = {.coll = coll, .root = -1};
     nc_alg_id alg = (kept ? kept : nc_registry_select(c, &a, 0))->id;
     return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
+}
+
+int nc_registry_radix(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
+{
+    const nc_tune_rule *r = c->tune ? nc_tune_find(c->tune, coll, c->node.size, bytes) : NULL;
+    return r && r->radix ? r->radix : (int)setting;
 }
 
 /* ---- the reduction fan-in's shape ------------------------------------------------------- */

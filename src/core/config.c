@@ -228,3 +228,17 @@ const nc_config *nc_config_get(void)
     pthread_once(&config_once, load_process_config);
     return &process_config;
 }
+
+int nc_config_set(const char *name, const char *text, char *err, size_t err_len)
+{
+    nc_config_get();
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", strncasecmp(name, "NODECOLL_", 9) ? "NODECOLL_" : "", name);
+    for (int i = 0; i < nc_setting_count(); i++) {
+        const nc_setting_info *info = nc_setting(i);
+        if (strcasecmp(info->env_name, full)) continue;
+        return nc_setting_parse(info, text, (int64_t *)((char *)&process_config + info->offset), err, err_len);
+    }
+    snprintf(err, err_len, "nodecoll: no setting %s", full);
+    return -1;
+}

@@ -37,6 +37,10 @@ const nc_setting_info *nc_setting(int index);
 
 /* The process-wide settings, parsed from the environment on first use (thread-safe). */
 const nc_config *nc_config_get(void);
+/* Changes one process-wide setting (NODECOLL_ prefix optional) for the communicators set up
+ * from now on; 0, or -1 with a message in `err`.  For tools (nodecoll-tune) that compare
+ * settings in one process: not while another thread sets a communicator up. */
+int nc_config_set(const char *name, const char *text, char *err, size_t err_len);
 
 /* Parses `text` for setting `info`. Returns 0 and stores the value, or -1 and writes a
  * message naming the setting and its allowed range into `err`. */

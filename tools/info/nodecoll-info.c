@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/hier.h"
 #include "core/topo.h"
+#include "core/tune.h"
 
 static volatile uint64_t probe_word = 0x6e6f6465636f6c6cULL;
 
@@ -92,6 +93,32 @@ static void print_groups(const nc_config *cfg, int size)
     free(locs);
 }
 
+/* The tuning rules a job started here would use, and where they come from. */
+static void print_rules(void)
+{
+    char buf[512], err[600];
+    const char *path = nc_tune_path(buf, sizeof buf);
+    if (!path) {
+        printf("tuning rules: none (NODECOLL_TUNE_FILE %s; no %s)\n", getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset",
+               "$XDG_CONFIG_HOME/nodecoll/rules or ~/.config/nodecoll/rules");
+        return;
+    }
+    nc_tune_rules *rules = malloc(sizeof *rules);
+    if (!rules) return;
+    if (nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), rules, err, sizeof err)) {
+        printf("tuning rules: none in force\n  %s\n", err);
+    } else {
+        printf("tuning rules: %d from %s%s (before the built-in rows; NODECOLL_<COLL>_ALG settings still win)\n",
+               rules->count, path, getenv("NODECOLL_TUNE_FILE") ? " (NODECOLL_TUNE_FILE)" : " (default location)");
+        for (int i = 0; i < rules->count; i++) {
+            char line[200];
+            nc_tune_format_rule(&rules->rule[i], line, sizeof line);
+            printf("  line %-4d %s\n", rules->rule[i].line, line);
+        }
+    }
+    free(rules);
+}
+
 static void print_settings(void)
 {
     nc_config current;
@@ -159,6 +186,7 @@ int main(int argc, char **argv)
     }
     printf(" (per collective)\n");
     print_topology(&cfg);
+    print_rules();
     print_settings();
     return 0;
 }

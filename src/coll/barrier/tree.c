@@ -8,6 +8,7 @@
  * whole subtree arrive; values only grow, so a later release implies this one. */
 #include "../algorithms.h"
 #include "../ledger.h"
+#include "../registry.h"
 
 typedef struct tree_state {
     int pc;
@@ -30,7 +31,8 @@ static void plan_trees(nc_op *op, tree_state *st, const nc_hier *hier, int fanin
 static void plan_tree(nc_op *op, void *state)
 {
     const nc_comm *c = op->c;
-    plan_trees(op, state, c->node.hier, (int)c->cfg.barrier_fanin, (int)c->cfg.barrier_fanout);
+    plan_trees(op, state, c->node.hier, nc_registry_radix(c, NC_COLL_BARRIER, 0, c->cfg.barrier_fanin),
+               nc_registry_radix(c, NC_COLL_BARRIER, 0, c->cfg.barrier_fanout));
 }
 
 static void plan_flat(nc_op *op, void *state) { plan_trees(op, state, NULL, op->c->node.size, op->c->node.size); }

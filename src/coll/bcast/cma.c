@@ -9,6 +9,7 @@
 
 #include "bcast.h"
 #include "../ledger.h"
+#include "../registry.h"
 #include "../../core/cma.h"
 #include "../watch.h"
 #include "../../core/fatal.h"
@@ -72,11 +73,11 @@ static void plan(nc_op *op, void *state)
     const nc_comm *c = op->c;
     const nc_node *n = &c->node;
     size_t bytes = st->head.call.bytes;
-    st->tree = nc_bcast_tree_at(n, st->head.call.root, (int)c->cfg.bcast_radix);
+    int radix = nc_registry_radix(c, NC_COLL_BCAST, bytes, c->cfg.bcast_radix);
+    st->tree = nc_bcast_tree_at(n, st->head.call.root, radix);
     st->chunk = (size_t)c->cfg.cma_chunk;
     /* Push needs every non-root to be a direct child of the root (no forwarding, no groups). */
-    st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && c->cfg.bcast_radix >= n->size - 1 &&
-               !n->hier;
+    st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && radix >= n->size - 1 && !n->hier;
 }
 
 /* Fragments numbered for whichever of the single copy and the ring (a derived root) needs

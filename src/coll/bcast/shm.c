@@ -6,6 +6,7 @@
 
 #include "bcast.h"
 #include "../ledger.h"
+#include "../registry.h"
 
 int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64_t frag_end)
 {
@@ -84,7 +85,8 @@ static void plan(nc_op *op, void *state)
 {
     nc_bcast_ring *st = state;
     const nc_comm *c = op->c;
-    nc_bcast_tree tree = nc_bcast_tree_at(&c->node, st->head.call.root, (int)c->cfg.bcast_radix);
+    nc_bcast_tree tree = nc_bcast_tree_at(&c->node, st->head.call.root,
+                                          nc_registry_radix(c, NC_COLL_BCAST, st->head.call.bytes, c->cfg.bcast_radix));
     nc_bcast_call call = st->head.call;
     nc_bcast_ring_setup(st, &call, &tree, nc_frag_place_aligned(call.bytes), 0);
     /* The root's announcement carried a message that fits in its flag. */

@@ -74,9 +74,10 @@ typedef struct tree_state {
 NC_REDUCE_STATE_FITS(tree_state);
 
 /* Reproducible: a flat fan-in folds x0 op (x1 op ...) like every other algorithm. */
-static int radix(const nc_comm *c)
+static int radix(const nc_comm *c, nc_coll_id coll, const nc_reduce_call *call)
 {
-    return c->cfg.reproducible ? (c->node.size > 1 ? c->node.size - 1 : 1) : (int)c->cfg.reduce_fanin;
+    if (c->cfg.reproducible) return c->node.size > 1 ? c->node.size - 1 : 1;
+    return nc_registry_radix(c, coll, call->count * call->red->elem_size, c->cfg.reduce_fanin);
 }
 
 static nc_step progress(nc_op *op, void *state)
@@ -89,7 +90,7 @@ static nc_step progress(nc_op *op, void *state)
     {
         int root = call->deliver >= 0 ? call->deliver : 0, top;
         const nc_hier *shape = nc_registry_fanin_shape(op->c, call->red, root, &top);
-        nc_fanin_setup(&st->step.fanin, call, shape, radix(op->c), top, root);
+        nc_fanin_setup(&st->step.fanin, call, shape, radix(op->c, op->args->coll, &st->head.call), top, root);
     }
     NC_AWAIT_STEP(&st->head, nc_fanin_progress(op, &st->step.fanin));
     if (call->deliver == NC_DELIVER_ALL) {
