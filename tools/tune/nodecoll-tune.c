@@ -34,7 +34,7 @@ typedef struct candidate {
     const char *count; /* the counter name that proves it ran */
     int radix;         /* 0: the default */
     MPI_Comm comm;
-    int valid;
+    int valid, k; /* calls per measurement: its own, so that each takes about the target time */
     double t[MAX_ROUNDS];
 } candidate;
 
@@ -57,6 +57,7 @@ static const tuned_coll colls[] = {
 
 typedef struct options {
     int quick, verbose, ncolls, which[8];
+    double bandwidth; /* memcpy's, for the prediction */
     const char *out;
     char out_buf[512];
 } options;
@@ -166,32 +167,55 @@ typedef struct plan {
     double target; /* seconds per measurement */
 } plan;
 
+/* The registry's own choice first ("auto": its algorithm is read from the counters at each
+ * size), then every algorithm forced, and in the full mode the trees' radices. */
 static int candidates_of(const tuned_coll *tc, const plan *p, int quick, candidate *out)
 {
     int n = 0;
+    out[n++] = (candidate){"auto", NULL, 0, MPI_COMM_NULL, 1, 1, {0}};
     for (int a = 0; a < 6 && tc->algs[a]; a++) {
-        out[n++] = (candidate){tc->algs[a], tc->counts[a], 0, MPI_COMM_NULL, 1, {0}};
+        out[n++] = (candidate){tc->algs[a], tc->counts[a], 0, MPI_COMM_NULL, 1, 1, {0}};
         /* The full mode also tries the tree's radix where the node has ranks enough. */
         int tree = !strcmp(tc->algs[a], "tree") || (tc->coll == NC_COLL_BCAST && !strcmp(tc->algs[a], "shm"));
         for (int radix = 2; !quick && tree && radix <= 16 && radix < node_size && n < MAX_CANDS; radix *= 2)
-            out[n++] = (candidate){tc->algs[a], tc->counts[a], radix, MPI_COMM_NULL, 1, {0}};
+            out[n++] = (candidate){tc->algs[a], tc->counts[a], radix, MPI_COMM_NULL, 1, 1, {0}};
     }
     (void)p;
     return n;
 }
 
-static double predicted_seconds(const options *o, const plan *p)
+/* Seconds one measurement of `bytes` takes: the target, or a few calls of a large message
+ * (a call moves the message about four times at memcpy speed, `bandwidth` bytes/s). */
+static double point_seconds(const plan *p, size_t bytes, double bandwidth)
+{
+    double call = 4.0 * (double)bytes / bandwidth + 2e-6;
+    return (p->target > 2 * call ? p->target : 2 * call) * 1.2;
+}
+
+static double predicted_seconds(const options *o, const plan *p, double bandwidth)
 {
     double total = 0;
     candidate c[MAX_CANDS];
     for (int i = 0; i < o->ncolls; i++) {
         const tuned_coll *tc = &colls[o->which[i]];
-        int sizes = tc->coll == NC_COLL_BARRIER ? 1 : p->nsizes;
-        /* per point: the rounds, a probe and a calibration per candidate; setup per candidate */
-        total += (double)sizes * candidates_of(tc, p, o->quick, c) * (p->rounds + 2) * p->target * 1.3;
-        total += candidates_of(tc, p, o->quick, c) * 0.02;
+        int n = candidates_of(tc, p, o->quick, c);
+        /* per point: the rounds, a probe and a calibration per candidate; a set-up per candidate */
+        for (int s = 0; s < (tc->coll == NC_COLL_BARRIER ? 1 : p->nsizes); s++)
+            total += n * (p->rounds + 2) * point_seconds(p, tc->coll == NC_COLL_BARRIER ? 0 : p->sizes[s], bandwidth);
+        total += n * 0.02;
     }
     return total;
+}
+
+/* memcpy's bytes per second on a message of `bytes` (the slowest rank's). */
+static double copy_bandwidth(size_t bytes)
+{
+    memcpy(rbuf, sbuf, bytes);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < 3; i++) memcpy(rbuf, sbuf, bytes);
+    double bw = 3.0 * (double)bytes / (MPI_Wtime() - t0 + 1e-9), slowest;
+    PMPI_Allreduce(&bw, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    return slowest;
 }
 
 static double now(void)
@@ -248,38 +272,45 @@ static void measure(const tuned_coll *tc, const plan *p, const options *o, winne
     int nsizes = tc->coll == NC_COLL_BARRIER ? 1 : p->nsizes;
     for (int i = 0; i < nsizes; i++) {
         size_t bytes = tc->coll == NC_COLL_BARRIER ? 0 : p->sizes[i];
-        int k = 100000;
         for (int j = 0; j < n; j++) {
             nodecoll_stat_reset();
             call(tc->coll, c[j].comm, bytes);
-            int ran = nodecoll_stat_calls(nc_coll_name(tc->coll), c[j].count) > 0, all;
+            if (!strcmp(c[j].alg, "auto")) { /* what the registry chose: one of the candidates' */
+                c[j].count = NULL;
+                for (int a = 1; a < n; a++)
+                    if (nodecoll_stat_calls(nc_coll_name(tc->coll), c[a].count) > 0) c[j].count = c[a].count;
+            }
+            int ran = c[j].count && nodecoll_stat_calls(nc_coll_name(tc->coll), c[j].count) > 0, all;
             PMPI_Allreduce(&ran, &all, 1, MPI_INT, MPI_MIN, node);
             c[j].valid = all;
             if (!all) continue;
-            double once = timed(tc->coll, c[j].comm, bytes, 2);
-            int kj = once > 0 ? (int)(p->target / once) : 1000;
-            k = kj < k ? kj : k; /* the slowest candidate's measurement takes the target time */
+            /* (the slowest rank's time: every rank makes the same number of calls) */
+            double per_call = timed(tc->coll, c[j].comm, bytes, 3);
+            c[j].k = per_call > 0 ? (int)(p->target / per_call) : 1000;
+            c[j].k = c[j].k < 1 ? 1 : c[j].k > 100000 ? 100000 : c[j].k;
         }
-        k = k < 1 ? 1 : k > 100000 ? 100000 : k;
         for (int r = 0; r < p->rounds; r++) {
             for (int q = 0; q < n; q++) {
                 int j = (q + r) % n; /* turns rotate: no candidate always follows the same one */
-                if (c[j].valid) c[j].t[r] = timed(tc->coll, c[j].comm, bytes, k);
+                if (c[j].valid) c[j].t[r] = timed(tc->coll, c[j].comm, bytes, c[j].k);
             }
         }
         int best = -1;
-        double best_t = 0;
-        if (o->verbose && world_rank == 0) fprintf(stderr, "%-10s %9zu B x%-6d", nc_coll_name(tc->coll), bytes, k);
+        double best_t = 0, auto_t = c[0].valid ? median(c[0].t, p->rounds) : 0;
+        if (o->verbose && world_rank == 0) fprintf(stderr, "%-10s %9zu B", nc_coll_name(tc->coll), bytes);
         for (int j = 0; j < n; j++) {
             if (!c[j].valid) continue;
             double m = median(c[j].t, p->rounds);
             if (best < 0 || m < best_t) best = j, best_t = m;
             if (o->verbose && world_rank == 0)
-                fprintf(stderr, " %s%s%.0d %.3f us", c[j].count, c[j].radix ? "/" : "", c[j].radix, m * 1e6);
+                fprintf(stderr, " %s%s%s%.0d %.3f us", j ? "" : "auto=", c[j].count, c[j].radix ? "/" : "", c[j].radix,
+                        m * 1e6);
         }
-        if (o->verbose && world_rank == 0) fprintf(stderr, "\n");
+        /* The registry's choice stays unless another is 5% faster: noise must not make rules. */
+        if (c[0].valid && best > 0 && best_t > auto_t / 1.05) best = 0;
+        if (o->verbose && world_rank == 0) fprintf(stderr, "  -> %s\n", best >= 0 ? c[best].count : "none");
         winners[i] = (winner){bytes, best >= 0 ? c[best].count : NULL, best >= 0 ? c[best].radix : 0};
-        *done += n * (p->rounds + 2) * p->target * 1.3;
+        *done += n * (p->rounds + 2) * point_seconds(p, bytes, o->bandwidth);
         progress(*done, total, started);
     }
     for (int j = 0; j < n; j++) MPI_Comm_free(&c[j].comm);
@@ -403,7 +434,9 @@ int main(int argc, char **argv)
     rbuf = malloc(largest);
     if (!sbuf || !rbuf) die("out of memory");
     memset(sbuf, 1, largest);
-    double total = predicted_seconds(&o, &p), done = 0, started = now();
+    memset(rbuf, 0, largest);
+    o.bandwidth = copy_bandwidth(largest);
+    double total = predicted_seconds(&o, &p, o.bandwidth), done = 0, started = now();
     if (world_rank == 0)
         fprintf(stderr, "nodecoll-tune%s: %d ranks per node, %d sizes from 8 B to %zu B, about %.0f s\n",
                 o.quick ? " --quick" : "", node_size, p.nsizes, largest, total);
