@@ -49,19 +49,21 @@ target_link_libraries(test_tune PRIVATE nodecoll_static MPI::MPI_C)
 target_include_directories(test_tune PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 if(TARGET nodecoll-tune)
   add_test(NAME nodecoll_tune.np2.quick
-           COMMAND ${MPIEXEC_EXECUTABLE} -np 2 $<TARGET_FILE:nodecoll-tune> --quick --out ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules)
+           COMMAND ${MPIEXEC_EXECUTABLE} -np 2 $<TARGET_FILE:nodecoll-tune> --quick
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules)
   set_tests_properties(nodecoll_tune.np2.quick PROPERTIES FIXTURES_SETUP tuned_rules TIMEOUT 300
     LABELS "${NODECOLL_MPI};quick" RESOURCE_LOCK cores
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-  nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "roundtrip:" ARGS ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules
-                    LABELS quick)
+  nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "roundtrip:"
+                    ARGS ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules LABELS quick)
   set_tests_properties(test_tune.np2.roundtrip PROPERTIES FIXTURES_REQUIRED tuned_rules)
 endif()
 foreach(kind good malformed version mpi ranks)
   nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "${kind}:" ARGS --crafted ${kind} LABELS quick)
 endforeach()
 set_tests_properties(test_tune.np2.malformed PROPERTIES
-  PASS_REGULAR_EXPRESSION "rules:8: \"radix=2\" is no number of ranks per node; using the built-in defaults" FAIL_REGULAR_EXPRESSION "FAIL")
+  PASS_REGULAR_EXPRESSION "rules:8: \"radix=2\" is no number of ranks per node; using the built-in defaults"
+  FAIL_REGULAR_EXPRESSION "FAIL")
 set_tests_properties(test_tune.np2.version PROPERTIES
   PASS_REGULAR_EXPRESSION "rules:2: written for nodecoll 0.0.0, this is nodecoll" FAIL_REGULAR_EXPRESSION "FAIL")
 set_tests_properties(test_tune.np2.mpi PROPERTIES

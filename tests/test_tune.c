@@ -43,7 +43,8 @@ static void check_call(nc_coll_id coll, size_t bytes, const char *want_alg, cons
         break;
     }
     const char *name = nc_coll_name(coll);
-    T_CHECK(nodecoll_stat_calls(name, want_alg) == 1, "%s: %s of %zu bytes did not run %s", what, name, bytes, want_alg);
+    T_CHECK(nodecoll_stat_calls(name, want_alg) == 1, "%s: %s of %zu bytes did not run %s", what, name, bytes,
+            want_alg);
     free(a);
     free(b);
     free(s);

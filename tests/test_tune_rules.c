@@ -64,7 +64,8 @@ int main(void)
     CHECK(r && r->alg == NC_ALG_CMA && r->max_bytes == NC_TUNE_NO_MAX, "16K+1 is cma's, without bound");
     CHECK(!nc_tune_find(&rules, NC_COLL_BCAST, 8, 100), "other node sizes have no rule");
     CHECK(!nc_tune_find(&rules, NC_COLL_REDUCE, 4, 100), "other collectives have no rule");
-    CHECK(nc_tune_find(&rules, NC_COLL_ALLREDUCE, 4, 1 << 20) && !nc_tune_find(&rules, NC_COLL_ALLREDUCE, 4, (1 << 20) + 1),
+    CHECK(nc_tune_find(&rules, NC_COLL_ALLREDUCE, 4, 1 << 20) &&
+              !nc_tune_find(&rules, NC_COLL_ALLREDUCE, 4, (1 << 20) + 1),
           "1M bound");
     CHECK(nc_tune_has_ranks(&rules, 64) && !nc_tune_has_ranks(&rules, 5), "ranks per node");
     /* Each rule survives its own text. */

@@ -128,14 +128,16 @@ static int parse_text(const char *text, const char *path, const char *version, c
         if (!words) continue;
         char value[200];
         if (!format) {
-            if (strcmp(word[0], "nodecoll-rules")) return fail(&p, "not a rules file (it must begin with nodecoll-rules)");
+            if (strcmp(word[0], "nodecoll-rules"))
+                return fail(&p, "not a rules file (it must begin with nodecoll-rules)");
             if (words != 2 || atoi(word[1]) != NC_TUNE_FORMAT)
                 return fail(&p, "format %s, this nodecoll reads format %d", words > 1 ? word[1] : "?", NC_TUNE_FORMAT);
             format = 1;
         } else if (!strcmp(word[0], "nodecoll")) {
             rest_of(line, "nodecoll", value, sizeof value);
             if (strcmp(value, version))
-                return fail(&p, "written for nodecoll %s, this is nodecoll %s: run nodecoll-tune again", value, version);
+                return fail(&p, "written for nodecoll %s, this is nodecoll %s: run nodecoll-tune again", value,
+                            version);
             saw_version = 1;
         } else if (!strcmp(word[0], "mpi")) {
             rest_of(line, "mpi", value, sizeof value);

@@ -99,7 +99,8 @@ static void print_rules(void)
     char buf[512], err[600];
     const char *path = nc_tune_path(buf, sizeof buf);
     if (!path) {
-        printf("tuning rules: none (NODECOLL_TUNE_FILE %s; no %s)\n", getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset",
+        printf("tuning rules: none (NODECOLL_TUNE_FILE %s; no %s)\n",
+               getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset",
                "$XDG_CONFIG_HOME/nodecoll/rules or ~/.config/nodecoll/rules");
         return;
     }
