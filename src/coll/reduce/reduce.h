@@ -177,7 +177,7 @@ typedef struct nc_fanin {
     const nc_hier *hier;
     int radix, root, top_rank;
     nc_tree_pos t;
-    int top, top_direct, i;
+    int top, top_direct, i, child;
     nc_frag_plan p;
     uint64_t k, g;
     size_t cnt, off, len;

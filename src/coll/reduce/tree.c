@@ -43,8 +43,9 @@ nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
         }
         /* acc = own op (child 1 op (child 2 op ... child m)) */
         for (st->i = st->t.children - 1; st->i >= 0; st->i--) {
-            NC_AWAIT(st, nc_frag_published(op, n, st->p.place, nc_tree_child(st->hier, n->size, &st->t, st->i), st->g));
-            const char *child = nc_frag_data(n, st->p.place, nc_tree_child(st->hier, n->size, &st->t, st->i), st->g);
+            st->child = nc_tree_child(st->hier, n->size, &st->t, st->i);
+            NC_AWAIT(st, nc_frag_published(op, n, st->p.place, st->child, st->g));
+            const char *child = nc_frag_data(n, st->p.place, st->child, st->g);
             if (st->i == st->t.children - 1) nc_copy_bytes(st->acc, child, st->len);
             else nc_fold(call->red, child, st->acc, st->cnt);
         }
