@@ -197,9 +197,9 @@ nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
     return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
 }
 
-int nc_registry_radix(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
+int nc_registry_radix_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
 {
-    const nc_tune_rule *r = c->tune ? nc_tune_find(c->tune, coll, c->node.size, bytes) : NULL;
+    const nc_tune_rule *r = nc_tune_find(c->tune, coll, c->node.size, bytes);
     return r && r->radix ? r->radix : (int)setting;
 }
 
@@ -208,7 +208,7 @@ int nc_registry_radix(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t s
 /* Over the topology groups, rooted at the root, when the op commutes; a non-commutative op
  * needs rank order, which ranges of the groups keep only when the locality order is rank
  * order (block placement), and then from rank 0.  Reproducible mode folds flat (tree.c). */
-const nc_hier *nc_registry_fanin_shape(const nc_comm *c, const nc_reduction *red, int root, int *top)
+const nc_hier *nc_registry_fanin_shape_grouped(const nc_comm *c, const nc_reduction *red, int root, int *top)
 {
     const nc_hier *h = c->cfg.reproducible ? NULL : c->node.hier;
     *top = 0;

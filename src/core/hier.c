@@ -187,22 +187,6 @@ int nc_hier_in_rank_order(const nc_hier *h)
  * consecutive indices): nc_range_part. */
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-/* My range among m indices, and its parent's first index (-1 at the top). */
-static void range_find(int v, int m, int radix, int *lo, int *hi, int *parent)
-{
-    *lo = 0;
-    *hi = m;
-    *parent = -1;
-    while (v != *lo) {
-        int parts = min_int(*hi - *lo - 1, radix), i = 0;
-        while (nc_range_part(*lo, *hi, parts, i + 1) <= v) i++;
-        *parent = *lo;
-        int next_lo = nc_range_part(*lo, *hi, parts, i);
-        *hi = nc_range_part(*lo, *hi, parts, i + 1);
-        *lo = next_lo;
-    }
-}
-
 static int leader(const nc_hier *h, int l, int g, int root)
 {
     return h->group_of[l][root] == g ? root : h->order[h->start[l][g]];
@@ -221,25 +205,10 @@ static subgroups subgroups_of(const nc_hier *h, int l, int g, int root)
     return s;
 }
 
-nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int radix, nc_tree_shape shape)
+nc_tree_pos nc_tree_place_grouped(const nc_hier *h, int rank, int root, int radix, nc_tree_shape shape)
 {
     nc_tree_pos t = {-1, 0, rank, root, radix < 1 ? 1 : radix, (signed char)shape, 0, 0, 0};
-    int k = t.radix, v, m, plo;
-    if (!h) { /* one group: the subgroups are the ranks, rotated by the root */
-        v = nc_vrank(rank, root, size);
-        m = size;
-        t.lead = v ? 1 : 0;
-        if (shape == NC_TREE_HEAP) {
-            t.lo = v;
-            if (v) t.parent = nc_rank_of(nc_tree_parent(v, k), root, size);
-            t.children = nc_tree_child_count(v, k, m);
-        } else {
-            range_find(v, m, k, &t.lo, &t.hi, &plo);
-            if (plo >= 0) t.parent = nc_rank_of(plo, root, size);
-            t.children = min_int(t.hi - t.lo - 1, k);
-        }
-        return t;
-    }
+    int k = t.radix, v, plo;
     while (t.lead <= h->depth && leader(h, t.lead, h->group_of[t.lead][rank], root) != rank) t.lead++;
     if (t.lead > 0) {
         int l = t.lead - 1;
@@ -250,7 +219,7 @@ nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int ra
             t.parent = leader(h, t.lead, s.base + (nc_tree_parent(v, k) + s.s0) % s.m, root);
             t.children = nc_tree_child_count(v, k, s.m);
         } else {
-            range_find(v, s.m, k, &t.lo, &t.hi, &plo);
+            nc_range_find(v, s.m, k, &t.lo, &t.hi, &plo);
             t.parent = leader(h, t.lead, s.base + (plo + s.s0) % s.m, root);
             t.children = min_int(t.hi - t.lo - 1, k);
         }

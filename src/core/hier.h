@@ -58,7 +58,6 @@ typedef struct nc_tree_pos {
     int lo, hi;              /* my subgroup's rotated index among my depth lead-1 group's (heap: lo), range: my range */
 } nc_tree_pos;
 
-nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int radix, nc_tree_shape shape);
 /* The first index of part i of the range [lo, hi) cut into `parts` (lo itself is the range's
  * root; lo+1 .. hi-1 is cut into consecutive runs). */
 static inline int nc_range_part(int lo, int hi, int parts, int i)
@@ -66,6 +65,42 @@ static inline int nc_range_part(int lo, int hi, int parts, int i)
     return lo + 1 + (int)((long)i * (hi - lo - 1) / parts);
 }
 
+/* My range among m indices (rooted at index 0), and its parent's first index (-1 at the top). */
+static inline void nc_range_find(int v, int m, int radix, int *lo, int *hi, int *parent)
+{
+    *lo = 0;
+    *hi = m;
+    *parent = -1;
+    while (v != *lo) {
+        int parts = *hi - *lo - 1 < radix ? *hi - *lo - 1 : radix, i = 0;
+        while (nc_range_part(*lo, *hi, parts, i + 1) <= v) i++;
+        *parent = *lo;
+        int next_lo = nc_range_part(*lo, *hi, parts, i);
+        *hi = nc_range_part(*lo, *hi, parts, i + 1);
+        *lo = next_lo;
+    }
+}
+
+nc_tree_pos nc_tree_place_grouped(const nc_hier *h, int rank, int root, int radix, nc_tree_shape shape);
+/* (flat trees inline: every call plans its tree, and a flat one is a few instructions) */
+static inline nc_tree_pos nc_tree_place(const nc_hier *h, int size, int rank, int root, int radix,
+                                        nc_tree_shape shape)
+{
+    if (h) return nc_tree_place_grouped(h, rank, root, radix, shape);
+    nc_tree_pos t = {-1, 0, rank, root, radix < 1 ? 1 : radix, (signed char)shape, 0, 0, 0};
+    int v = nc_vrank(rank, root, size), plo;
+    t.lead = v ? 1 : 0; /* one group: the subgroups are the ranks, rotated by the root */
+    if (shape == NC_TREE_HEAP) {
+        t.lo = v;
+        if (v) t.parent = nc_rank_of(nc_tree_parent(v, t.radix), root, size);
+        t.children = nc_tree_child_count(v, t.radix, size);
+    } else {
+        nc_range_find(v, size, t.radix, &t.lo, &t.hi, &plo);
+        if (plo >= 0) t.parent = nc_rank_of(plo, root, size);
+        t.children = t.hi - t.lo - 1 < t.radix ? t.hi - t.lo - 1 : t.radix;
+    }
+    return t;
+}
 /* Node rank of child i (0 <= i < children). */
 int nc_tree_child_of(const nc_hier *h, int size, const nc_tree_pos *t, int i);
 static inline int nc_tree_child(const nc_hier *h, int size, const nc_tree_pos *t, int i)

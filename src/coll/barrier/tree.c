@@ -22,10 +22,10 @@ NC_STATE_FITS(tree_state);
 
 static void plan_trees(nc_op *op, tree_state *st, const nc_hier *hier, int fanin, int fanout)
 {
-    const nc_node *n = &op->c->node;
+    nc_node *n = &op->c->node;
     st->hier = hier;
-    st->in = nc_tree_place(hier, n->size, n->rank, 0, fanin, NC_TREE_HEAP);
-    st->out = nc_tree_place(hier, n->size, n->rank, 0, fanout, NC_TREE_HEAP);
+    st->in = nc_node_tree(n, hier, 0, fanin, NC_TREE_HEAP);
+    st->out = nc_node_tree(n, hier, 0, fanout, NC_TREE_HEAP);
 }
 
 static void plan_tree(nc_op *op, void *state)

@@ -14,9 +14,9 @@
  * parent -1 at the root). */
 typedef nc_tree_pos nc_bcast_tree;
 
-static inline nc_bcast_tree nc_bcast_tree_at(const nc_node *n, int root, int radix)
+static inline nc_bcast_tree nc_bcast_tree_at(nc_node *n, int root, int radix)
 {
-    return nc_tree_place(n->hier, n->size, n->rank, root, radix, NC_TREE_HEAP);
+    return nc_node_tree(n, n->hier, root, radix, NC_TREE_HEAP);
 }
 /* Node rank of my child i. */
 static inline int nc_bcast_child(const nc_node *n, const nc_bcast_tree *t, int i)

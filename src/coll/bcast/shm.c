@@ -86,7 +86,7 @@ static void plan(nc_op *op, void *state)
 {
     nc_bcast_ring *st = state;
     const nc_comm *c = op->c;
-    nc_bcast_tree tree = nc_bcast_tree_at(&c->node, st->head.call.root,
+    nc_bcast_tree tree = nc_bcast_tree_at(&op->c->node, st->head.call.root,
                                           nc_registry_radix(c, NC_COLL_BCAST, st->head.call.bytes, c->cfg.bcast_radix));
     nc_bcast_call call = st->head.call;
     nc_bcast_ring_setup(st, &call, &tree, nc_frag_place_aligned(call.bytes), 0);

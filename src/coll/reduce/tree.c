@@ -25,7 +25,7 @@ nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
     const nc_reduce_call *call = st->call;
     NC_BEGIN(st);
     st->p = nc_plan_fragments(n, call->count, call->red->elem_size);
-    st->t = nc_tree_place(st->hier, n->size, n->rank, st->top_rank, st->radix, NC_TREE_RANGE);
+    st->t = nc_node_tree(n, st->hier, st->top_rank, st->radix, NC_TREE_RANGE);
     st->top = st->t.parent < 0;
     /* The top folds straight into the result unless that is its own input (in place) or the
      * result belongs to another rank, which then copies it from the top's slot. */
