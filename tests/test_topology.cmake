@@ -1,11 +1,14 @@
 # Topology levels (issue 19).  Without MPI: the groups, the trees shaped from them and the
 # cost model's bounds for 64-256 modelled ranks.
-add_executable(test_model test_model.c $<TARGET_OBJECTS:nodecoll_core>)
-target_include_directories(test_model PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
-target_compile_definitions(test_model PRIVATE NODECOLL_WITHOUT_MPI)
-target_link_libraries(test_model PRIVATE Threads::Threads rt PkgConfig::HWLOC)
-add_test(NAME test_model COMMAND test_model)
-set_tests_properties(test_model PROPERTIES LABELS "${NODECOLL_MPI};quick" TIMEOUT 300)
+function(nodecoll_core_test name)
+  add_executable(${name} ${name}.c $<TARGET_OBJECTS:nodecoll_core>)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_compile_definitions(${name} PRIVATE NODECOLL_WITHOUT_MPI)
+  target_link_libraries(${name} PRIVATE Threads::Threads rt PkgConfig::HWLOC)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${NODECOLL_MPI};quick" TIMEOUT 300)
+endfunction()
+nodecoll_core_test(test_model)
 
 # With MPI, on synthetic topologies (nodecoll completes "... core:N" with the PU level hwloc
 # 2.9 requires), ranks dealt onto them by NODECOLL_TOPO_PLACE (auto: block on a synthetic
@@ -30,16 +33,22 @@ if(NODECOLL_MPI STREQUAL "openmpi")
   nodecoll_topology_test(oversub 9 60 "HWLOC_SYNTHETIC=package:2 numa:2 core:2" NODECOLL_TOPO_LEVELS=numa,core
                          NODECOLL_REDUCE_ALG=tree NODECOLL_BARRIER_FANIN=2 NODECOLL_BCAST_RADIX=2
                          NODECOLL_TEST_GROUPED=1)
+  # An XML export (HWLOC_XMLFILE), written by hwloc's lstopo when it is installed.
+  find_program(NODECOLL_LSTOPO NAMES lstopo-no-graphics lstopo)
+  if(NODECOLL_LSTOPO)
+    set(xml ${CMAKE_CURRENT_BINARY_DIR}/topology-2x2x2x2.xml)
+    add_test(NAME topology_xml_export
+             COMMAND ${CMAKE_COMMAND} -E env "HWLOC_SYNTHETIC=package:2 numa:2 l3:2 core:2 pu:1"
+                     ${NODECOLL_LSTOPO} -f --of xml ${xml})
+    set_tests_properties(topology_xml_export PROPERTIES FIXTURES_SETUP topology_xml LABELS "${NODECOLL_MPI};quick")
+    nodecoll_topology_test(xml 8 30 HWLOC_XMLFILE=${xml} NODECOLL_TOPO_PLACE=cyclic NODECOLL_TEST_GROUPED=1)
+    set_tests_properties(test_topology.np8.xml PROPERTIES FIXTURES_REQUIRED topology_xml)
+  endif()
 endif()
 
 # Tuning rules (issue 19 part 3).  Without MPI: the file format and every way a file can be
 # wrong.
-add_executable(test_tune_rules test_tune_rules.c $<TARGET_OBJECTS:nodecoll_core>)
-target_include_directories(test_tune_rules PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
-target_compile_definitions(test_tune_rules PRIVATE NODECOLL_WITHOUT_MPI)
-target_link_libraries(test_tune_rules PRIVATE Threads::Threads rt PkgConfig::HWLOC)
-add_test(NAME test_tune_rules COMMAND test_tune_rules)
-set_tests_properties(test_tune_rules PROPERTIES LABELS "${NODECOLL_MPI};quick" TIMEOUT 60)
+nodecoll_core_test(test_tune_rules)
 # With MPI: the tuner's round trip (tune at 2 ranks, then every rule's algorithm must serve
 # calls in its range, with the host's bytes), and crafted files: one the job must follow, and
 # malformed, another version, another MPI, another rank count, which must leave the built-in

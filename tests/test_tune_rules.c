@@ -36,14 +36,24 @@ static int parse(const char *body)
     return nc_tune_parse(text, "rules.txt", "9.8.7", "Some MPI 1.2", &rules, err, sizeof err);
 }
 
-/* A bad body must fail at `line` (of the whole file) with `what` in the message. */
-static void bad(const char *body, int line, const char *what)
+/* A whole file that must fail at `line` with `what` in the message, and keep no rule. */
+static void bad_file(const char *text, int line, const char *what)
 {
     char at[32];
     snprintf(at, sizeof at, "rules.txt:%d:", line);
-    CHECK(parse(body) == -1 && rules.count == 0 && !rules.loaded, "accepted: %s", body);
-    CHECK(strstr(err, at) && strstr(err, what) && strstr(err, "built-in defaults"), "message for \"%s\": %s", body,
+    err[0] = '\0';
+    int rc = nc_tune_parse(text, "rules.txt", "9.8.7", "Some MPI 1.2", &rules, err, sizeof err);
+    CHECK(rc == -1 && rules.count == 0 && !rules.loaded, "accepted: %s", text);
+    CHECK(strstr(err, at) && strstr(err, what) && strstr(err, "built-in defaults"), "message for \"%s\": %s", text,
           err);
+}
+
+/* The same for rules after a good head. */
+static void bad(const char *body, int line, const char *what)
+{
+    char text[8192];
+    snprintf(text, sizeof text, "%s%s", head, body);
+    bad_file(text, line, what);
 }
 
 int main(void)
@@ -81,41 +91,37 @@ int main(void)
     }
 
     /* Every way to be wrong: the line and what, and nothing kept. */
-    bad("bcast 4 0 16K shm\nscan 4 0 1 chain\n", 8, "no collective");
-    bad("bcast 4 0 16K\n", 7, "a rule is");
-    bad("bcast four 0 16K shm\n", 7, "ranks per node");
-    bad("bcast 4 0 -1 shm\n", 7, "size range");
-    bad("bcast 4 2K 1K shm\n", 7, "size range");
-    bad("bcast 4 0 1Q shm\n", 7, "size range");
-    bad("bcast 4 0 1K tree\n", 7, "no algorithm of bcast");
-    bad("barrier 4 0 0 cma\n", 7, "no algorithm of barrier");
-    bad("bcast 4 0 1K shm radix=0\n", 7, "radix");
-    bad("bcast 4 0 1K shm fanin=2\n", 7, "radix");
-    bad("bcast 4 0 1K shm radix=2 extra\n", 7, "a rule is");
-    bad("bcast 4 0 1K shm radix=2 a b c d\n", 7, "a rule is");
-    char many[8192] = "";
+    static const struct {
+        const char *body;
+        int line;
+        const char *what;
+    } wrong[] = {
+        {"bcast 4 0 16K shm\nscan 4 0 1 chain\n", 8, "no collective"},
+        {"bcast 4 0 16K\n", 7, "a rule is"},
+        {"bcast four 0 16K shm\n", 7, "ranks per node"},
+        {"bcast 4 0 -1 shm\n", 7, "size range"},
+        {"bcast 4 2K 1K shm\n", 7, "size range"},
+        {"bcast 4 0 1Q shm\n", 7, "size range"},
+        {"bcast 4 0 1K tree\n", 7, "no algorithm of bcast"},
+        {"barrier 4 0 0 cma\n", 7, "no algorithm of barrier"},
+        {"bcast 4 0 1K shm radix=0\n", 7, "radix"},
+        {"bcast 4 0 1K shm fanin=2\n", 7, "radix"},
+        {"bcast 4 0 1K shm radix=2 extra\n", 7, "a rule is"},
+        {"bcast 4 0 1K shm radix=2 a b c d\n", 7, "a rule is"},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) bad(wrong[i].body, wrong[i].line, wrong[i].what);
+    char many[4096] = "";
     for (int i = 0; i <= NC_TUNE_MAX_RULES; i++) strcat(many, "bcast 4 0 1 shm\n");
     bad(many, 7 + NC_TUNE_MAX_RULES, "more than");
+    /* Files wrong from the head. */
+    bad_file("nodecoll-rules 1\nnodecoll 9.8.6\nmpi Some MPI 1.2\n", 2,
+             "9.8.6, this is nodecoll 9.8.7: run nodecoll-tune");
+    bad_file("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Other MPI 3\n", 3, "measured with Other MPI 3");
+    bad_file("nodecoll-rules 2\n", 1, "format 2");
+    bad_file("bcast 4 0 1 shm\n", 1, "not a rules file");
+    bad_file("nodecoll-rules 1\nbcast 4 0 1 shm\n", 0, "incomplete");
+    bad_file("", 0, "incomplete");
     char text[512];
-    CHECK(nc_tune_parse("nodecoll-rules 1\nnodecoll 9.8.6\nmpi Some MPI 1.2\n", "rules.txt", "9.8.7", "Some MPI 1.2",
-                        &rules, err, sizeof err) == -1 &&
-              strstr(err, "rules.txt:2:") && strstr(err, "9.8.6") && strstr(err, "nodecoll-tune"),
-          "another version: %s", err);
-    CHECK(nc_tune_parse("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Other MPI 3\n", "rules.txt", "9.8.7", "Some MPI 1.2",
-                        &rules, err, sizeof err) == -1 &&
-              strstr(err, "rules.txt:3:") && strstr(err, "Other MPI 3"),
-          "another MPI: %s", err);
-    CHECK(nc_tune_parse("nodecoll-rules 2\n", "rules.txt", "9.8.7", "Some MPI 1.2", &rules, err, sizeof err) == -1 &&
-              strstr(err, "rules.txt:1:") && strstr(err, "format"),
-          "another format: %s", err);
-    CHECK(nc_tune_parse("bcast 4 0 1 shm\n", "rules.txt", "9.8.7", "Some MPI 1.2", &rules, err, sizeof err) == -1 &&
-              strstr(err, "rules.txt:1:") && strstr(err, "not a rules file"),
-          "no header: %s", err);
-    CHECK(nc_tune_parse("nodecoll-rules 1\nbcast 4 0 1 shm\n", "rules.txt", "9.8.7", "Some MPI 1.2", &rules, err,
-                        sizeof err) == -1 &&
-              strstr(err, "incomplete") && rules.count == 0,
-          "no version or MPI: %s", err);
-    CHECK(nc_tune_parse("", "rules.txt", "9.8.7", "Some MPI 1.2", &rules, err, sizeof err) == -1, "empty file");
     /* Files: missing, binary. */
     CHECK(nc_tune_load("/nonexistent/rules", "9.8.7", "Some MPI 1.2", &rules, err, sizeof err) == -1 &&
               strstr(err, "/nonexistent/rules") && strstr(err, "built-in defaults"),
