@@ -2,7 +2,7 @@
 # Installs everything nodecoll needs on Debian 12 (idempotent: skips what is present).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config gfortran
-      openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev
+      openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev hwloc
       python3 python3-matplotlib)
 missing=()
 for p in "${PKGS[@]}"; do

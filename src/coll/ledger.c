@@ -2,7 +2,7 @@
 #include "ledger.h"
 
 #include "engine.h"
-#include "../core/tree.h"
+#include "../core/hier.h"
 
 int nc_consumed(nc_op *op, nc_node *n, int rank, uint64_t frag_end)
 {
@@ -25,17 +25,16 @@ int nc_all_consumed(nc_op *op, nc_node *n, uint64_t frag_end)
     return 1;
 }
 
-/* The readers of a slot's last fragment: the children of my place in that Bcast's tree. */
-static int tree_children_consumed(nc_op *op, nc_node *n, int root, int radix, uint64_t frag_end)
+/* The readers of a slot's last fragment: my children in that Bcast's tree. */
+static int tree_children_consumed(nc_op *op, nc_node *n, const nc_tree_pos *t, uint64_t frag_end)
 {
-    const nc_tree_pos *t = nc_tree_pos_memo(&n->tree_memo, n->rank, n->size, root, radix);
     for (int i = 0; i < t->children; i++)
-        if (!nc_consumed(op, n, nc_rank_of(t->first_child + i, root, n->size), frag_end)) return 0;
+        if (!nc_consumed(op, n, nc_tree_child(n->hier, n->size, t, i), frag_end)) return 0;
     return 1;
 }
 
 int nc_slot_readers_done(nc_op *op, nc_node *n, const nc_slot_use *use)
 {
     if (use->any_reader) return nc_all_consumed(op, n, use->frag_end);
-    return tree_children_consumed(op, n, use->root, use->radix, use->frag_end);
+    return tree_children_consumed(op, n, &use->tree, use->frag_end);
 }

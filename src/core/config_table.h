@@ -4,7 +4,8 @@
  *
  * X(field, kind, default, min, max, choices, doc)
  *   kind: INT (integer in [min,max]), SIZE (bytes in [min,max], accepts K/M/G suffixes),
- *         BOOL (0/1, yes/no, on/off), ENUM (one of the '|'-separated choices; stored as index).
+ *         BOOL (0/1, yes/no, on/off), ENUM (one of the '|'-separated choices; stored as index),
+ *         SET (auto = -1, flat = 0, or a comma-separated list of the choices: a bit each).
  *   Defaults were chosen from measurements recorded in docs/results.md.
  */
 /* clang-format off */
@@ -28,7 +29,8 @@
     "How ranks of a real node are dealt to emulated nodes: consecutive runs (block) or round-robin (cyclic).") \
   X(barrier_alg,         ENUM, 0,        0, 3,        "auto|flat|tree|dissemination", \
     "Barrier algorithm on a node: flat check-in/check-out, fan-in/fan-out tree, n-ary dissemination " \
-    "(auto: dissemination on one node; across nodes the node steps are a fan-in/fan-out tree).") \
+    "(auto: dissemination on one node, the tree when the node has topology groups (NODECOLL_TOPO_LEVELS); " \
+    "across nodes the node steps are a fan-in/fan-out tree).") \
   X(barrier_fanin,       INT,  8,        1, 1024,     NULL, \
     "Fan-in radix of the tree barrier.") \
   X(barrier_fanout,      INT,  8,        1, 1024,     NULL, \
@@ -36,6 +38,18 @@
   X(barrier_radix,       INT,  0,        0, 1024,     NULL, \
     "Radix n of the dissemination barrier (ceil(log_n P) steps, n-1 flags read per step); " \
     "0: P itself up to 16 ranks per node (one step), 6 above.") \
+  X(topo_levels,         SET,  -1,       -1, 15,      "package|numa|l3|core", \
+    "Topology levels the on-node trees of Barrier, Bcast, Reduce and Allreduce follow (hwloc): the ranks of " \
+    "a node are grouped by each level, each group's leader talks to the level above, and the root of a " \
+    "rooted call leads its groups, so data crosses each domain boundary once (each level's tree has the " \
+    "collective's radix).  flat: one group (the trees over rotated ranks).  auto: package,numa,l3.  A level " \
+    "with one domain among the node's ranks, or one rank per domain, drops out, so a machine with one NUMA " \
+    "node and one L3 runs flat.  Lists are separated by commas: numa,l3.") \
+  X(topo_place,          ENUM, 0,        0, 4,        "auto|cpu|block|cyclic|scatter", \
+    "Where each rank sits on the topology: cpu = the CPU it runs on when the communicator is set up (within " \
+    "its binding); block, cyclic (round-robin over NUMA nodes), scatter (a fixed shuffle of the cores) " \
+    "deal the node's ranks onto the topology's cores by node rank, to emulate a placement; auto = cpu on " \
+    "the real machine, block on a synthetic or XML topology (HWLOC_SYNTHETIC, HWLOC_XMLFILE).") \
   X(bcast_alg,           ENUM, 0,        0, 2,        "auto|shm|cma", \
     "Bcast algorithm on a node: fan-out tree through shared-memory segments, or single-copy reads (CMA).") \
   X(bcast_radix,         INT,  8,        1, 1024,     NULL, \
@@ -57,7 +71,7 @@
     "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
   X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
     "auto uses flat Allreduce (no fan-out step; also for Reduce_scatter below NODECOLL_REDUCE_CMA_MIN) up to this many bytes when the node has at most " \
-    "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
+    "NODECOLL_REDUCE_FLAT_RANKS ranks and no topology groups (with groups: the tree, which follows them).") \
   X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
     "Most ranks per node for which auto picks the flat Allreduce.") \
   X(reduce_cma_min,      SIZE, 32768,    0, 1099511627776, NULL, \

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nodecoll.h"
 #include "../core/cma.h"
 #include "../core/fatal.h"
 #include "../core/segment.h"
@@ -209,6 +210,31 @@ static int map_private_node(nc_mpi_comm *s)
     return 1;
 }
 
+static int topo_levels(const nc_config *cfg)
+{
+    return cfg->topo_levels < 0 ? NC_TOPO_AUTO_LEVELS : (int)cfg->topo_levels;
+}
+
+/* The node's groups from every rank's published place (core/hier.h); none when flat. */
+static void group_by_topology(nc_mpi_comm *s)
+{
+    nc_comm *c = &s->coll;
+    nc_node *n = &c->node;
+    nc_topo_loc *locs = malloc(sizeof *locs * (size_t)n->size);
+    if (!locs) return; /* (flat: still correct) */
+    for (int r = 0; r < n->size; r++) locs[r] = nc_rank_info_read(nc_node_ctl(n, r)).loc;
+    n->hier = nc_hier_build(locs, n->size, topo_levels(&c->cfg));
+    free(locs);
+    if (c->cfg.verbose >= 2 && n->hier) {
+        char what[200];
+        int at = snprintf(what, sizeof what, "node rank %d: topology groups", n->rank);
+        for (int l = 1; l <= n->hier->depth && at < (int)sizeof what; l++)
+            at += snprintf(what + at, sizeof what - (size_t)at, " %s:%d", nc_topo_level_names[n->hier->level[l - 1]],
+                           n->hier->ngroups[l]);
+        say(&c->cfg, 2, s->comm, what);
+    }
+}
+
 /* What a rank does when a rank it waits for has died (coll/watch.h): MPI_Abort on the
  * world, since one dead rank dooms every communicator of the job.  Both launchers end the
  * whole job on MPI_Abort even when told to keep it going after a rank dies (Open MPI's
@@ -242,7 +268,8 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (fd >= 0) close(fd);
     if (ok) {
         pthread_once(&probe_once, set_probe_word);
-        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word};
+        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}};
+        if (topo_levels(&c->cfg) && n->size > 2) me.loc = nc_topo_locate((int)c->cfg.topo_place, n->rank, n->size);
         nc_rank_info_publish(nc_node_ctl(n, n->rank), &me);
     }
     ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
@@ -250,6 +277,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (!ok) return 0;
 
     alloc_node_state(c, oversubscribed);
+    group_by_topology(s);
     n->wait.spinners = cores_per_rank;
     int cma_ok = 0;
     if (c->cfg.cma != NC_CMA_OFF) {
@@ -261,11 +289,68 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     return 1;
 }
 
+/* The tuning rules of this process (NODECOLL_TUNE_FILE, or the default location), read once
+ * by the first rank 0 of a communicator that needs them; a file that cannot be used says why,
+ * once, and gives no rules. */
+static nc_tune_rules process_rules;
+static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
+
+static void load_rules(void)
+{
+    char buf[512], err[600];
+    const char *path = nc_tune_path(buf, sizeof buf);
+    if (path && nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), &process_rules, err, sizeof err))
+        fprintf(stderr, "%s\n", err);
+}
+
+const nc_tune_rules *nc_mpi_tune_rules(void)
+{
+    pthread_once(&rules_once, load_rules);
+    return &process_rules;
+}
+
+/* Rank 0's settings and tuning rules (only those for node sizes it could meet are sent:
+ * all of them, the node sizes are known only after the split). */
 static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
 {
-    c->cfg = *nc_config_get();
+    struct {
+        nc_config cfg;
+        int32_t rules;
+    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count : 0};
     /* Algorithm choices must match on every rank or ranks would wait on different flags. */
-    PMPI_Bcast(&c->cfg, sizeof c->cfg, MPI_BYTE, 0, comm);
+    PMPI_Bcast(&root, sizeof root, MPI_BYTE, 0, comm);
+    c->cfg = root.cfg;
+    if (!root.rules) return;
+    c->tune = malloc(sizeof *c->tune);
+    if (!c->tune) nc_fatal("out of memory for tuning rules");
+    if (c->rank == 0) *c->tune = *nc_mpi_tune_rules();
+    PMPI_Bcast(c->tune, sizeof *c->tune, MPI_BYTE, 0, comm);
+}
+
+/* Whether this process has not said yet that rules lack nodes of `size` ranks. */
+static int first_word_on(int size)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static int told[16], ntold;
+    int seen = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < ntold && !seen; i++) seen = told[i] == size;
+    if (!seen && ntold < 16) told[ntold++] = size;
+    pthread_mutex_unlock(&lock);
+    return !seen;
+}
+
+/* Rules for other node sizes than this node's are no rules: the defaults serve it, and the
+ * first node rank 0 of a node of each such size says so (once per process and size). */
+static void keep_rules_for_node(nc_mpi_comm *s)
+{
+    nc_comm *c = &s->coll;
+    if (!c->tune || nc_tune_has_ranks(c->tune, c->node.size)) return;
+    if (c->node.rank == 0 && first_word_on(c->node.size))
+        fprintf(stderr, "nodecoll: %s has no rules for %d ranks per node: the built-in defaults serve them\n",
+                c->tune->source, c->node.size);
+    free(c->tune);
+    c->tune = NULL;
 }
 
 static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
@@ -279,6 +364,7 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     PMPI_Comm_rank(comm, &c->rank);
     adopt_root_settings(c, comm);
     split_node(s, comm, &physical_size);
+    keep_rules_for_node(s);
     build_bridge_and_tables(s, comm);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
@@ -306,12 +392,16 @@ static void release_resources(nc_mpi_comm *s)
     free(n->slot_use);
     free(n->cons_seen);
     free(n->move_readers);
+    nc_hier_free(n->hier);
+    n->hier = NULL;
     for (int i = 0; i < 2; i++) {
         free(n->scratch[i]);
         free(n->move_scratch[i]);
         n->scratch[i] = n->move_scratch[i] = NULL;
         n->scratch_bytes[i] = n->move_scratch_bytes[i] = 0;
     }
+    free(s->coll.tune);
+    s->coll.tune = NULL;
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     free(s->coll.node_members);

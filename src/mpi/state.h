@@ -28,6 +28,10 @@ typedef struct nc_mpi_comm {
 
 /* A request on s keeps its state alive after the communicator is freed (MPI lets pending
  * operations complete, and persistent requests outlive it until freed). */
+/* This process's tuning rules (read at the first use, from NODECOLL_TUNE_FILE or the
+ * default location; none if the file cannot be used, with a message saying why). */
+const nc_tune_rules *nc_mpi_tune_rules(void);
+
 void nc_mpi_comm_hold(nc_mpi_comm *s);
 void nc_mpi_comm_drop(nc_mpi_comm *s);
 
