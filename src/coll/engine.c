@@ -25,7 +25,8 @@ static _Atomic int outstanding; /* started, not completed nonblocking operations
 /* The optional progress thread (nc_engine_progress_thread_start). */
 static _Thread_local int in_progress_thread;
 static int progress_thread_calls_host; /* MPI_THREAD_MULTIPLE: it may make host calls */
-static int progress_thread_on, progress_thread_stopping;
+static _Atomic int progress_thread_on; /* (read without wake_lock when an operation is queued) */
+static int progress_thread_stopping;
 static long progress_thread_sleep_us;
 static pthread_t progress_thread;
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -134,7 +135,7 @@ static void enqueue(nc_op *op)
     c->queue_tail = op;
     op->next = NULL;
     count_add(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking && !count_add(&outstanding, 1, memory_order_release) && progress_thread_on) {
+    if (!op->blocking && !count_add(&outstanding, 1, memory_order_release) && atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
         pthread_mutex_lock(&wake_lock);
         pthread_cond_signal(&wake);
         pthread_mutex_unlock(&wake_lock);
@@ -373,11 +374,12 @@ void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
 {
     nc_engine_share_queues();
     pthread_mutex_lock(&wake_lock);
-    if (!progress_thread_on) {
+    if (!atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
         progress_thread_calls_host = may_call_host;
         progress_thread_sleep_us = sleep_us;
         progress_thread_stopping = 0;
-        progress_thread_on = !pthread_create(&progress_thread, NULL, progress_main, NULL);
+        atomic_store_explicit(&progress_thread_on, !pthread_create(&progress_thread, NULL, progress_main, NULL),
+                              memory_order_relaxed);
     }
     pthread_mutex_unlock(&wake_lock);
 }
@@ -385,9 +387,9 @@ void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
 void nc_engine_progress_thread_stop(void)
 {
     pthread_mutex_lock(&wake_lock);
-    int on = progress_thread_on;
+    int on = atomic_load_explicit(&progress_thread_on, memory_order_relaxed);
     progress_thread_stopping = 1;
-    progress_thread_on = 0;
+    atomic_store_explicit(&progress_thread_on, 0, memory_order_relaxed);
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&wake_lock);
     if (on) pthread_join(progress_thread, NULL);
