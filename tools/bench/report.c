@@ -23,7 +23,9 @@ double result_speedup(const struct result *r)
 /* Bytes that landed in receive buffers, summed over ranks, per second of nodecoll time. */
 double result_gbs(const struct result *r, int nranks)
 {
-    double written = coll_poly(r->pt.coll->writes, nranks) * (double)r->pt.bytes;
+    double reads, writes;
+    coll_traffic(r->pt.coll, nranks, &reads, &writes);
+    double written = writes * (double)r->pt.bytes;
     return written / (r->t[VAR_NODECOLL].max * 1e3);
 }
 
@@ -119,7 +121,8 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
 static void print_limits(FILE *out, const struct limits *l)
 {
     char sz[32];
-    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line)\n",
+    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line;"
+            " measured again before every point, the lowest counts)\n",
             l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns);
     fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
@@ -222,6 +225,16 @@ void report_row(FILE *out, const struct result *r, int nranks)
     fflush(out);
 }
 
+/* After the sweep: the round trip's lowest and highest value over the run.  The bounds of
+ * the JSON and CSV use the lowest; a row printed before it was seen used a higher one. */
+void report_footer(FILE *out, const struct limits *l)
+{
+    if (!l->valid || isnan(l->rtt_ns)) return;
+    fprintf(out, "# cache-line round trip over %d measurements: lowest %.0f ns, highest %.0f ns; "
+                 "the JSON and CSV bounds use the lowest\n",
+            l->rtt_probes, l->rtt_ns, l->rtt_max_ns);
+}
+
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
 static void jstr(FILE *f, const char *s)
@@ -254,6 +267,8 @@ static void json_limits(FILE *f, const struct limits *l)
     jkey(f, "valid", 1), fprintf(f, "%s", l->valid ? "true" : "false");
     jkey(f, "rtt_ns", 0), jnum(f, l->rtt_ns);
     jkey(f, "rtt_one_line_ns", 0), jnum(f, l->rtt_one_line_ns);
+    jkey(f, "rtt_max_ns", 0), jnum(f, l->rtt_max_ns);
+    jkey(f, "rtt_probes", 0), fprintf(f, "%d", l->rtt_probes);
     jkey(f, "copiers", 0), fprintf(f, "%d", l->copiers);
     jkey(f, "memcpy", 0), fputs("[", f);
     for (int i = 0; i < l->nsizes; i++) {
@@ -272,7 +287,7 @@ static void json_run(FILE *f, const struct run_info *ri, const struct limits *l,
 {
     const char *nc = stats_nodecoll_version();
     jkey(f, "tool", 1), jstr(f, "nodecoll-bench");
-    jkey(f, "format", 0), fputs("1", f);
+    jkey(f, "format", 0), fputs("2", f);
     jkey(f, "date", 0), jstr(f, ri->date);
     jkey(f, "command", 0), jstr(f, ri->command);
     jkey(f, "mpi", 0), jstr(f, ri->mpi);
