@@ -28,7 +28,10 @@
 #define COPY_MAX ((size_t)64 << 20) /* beyond a few LLCs the bandwidth is flat (DRAM) */
 #define RTT_BATCH 2000
 #define RTT_BATCHES 15
-#define PROBE_BATCHES 4 /* the round trip again before a point: a few ms at most */
+/* The round trip again before a point: short batches, so that a probe costs a fraction of
+ * a millisecond and a partner preempted by another job spoils one batch, not the probe. */
+#define PROBE_BATCH 200
+#define PROBE_BATCHES 5
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
 enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
@@ -117,22 +120,22 @@ static void node_close(struct node_ctx *n)
  * flag-based collectives are built) only the reads cross.  Minimum over batches: noise
  * only adds time.  Values continue from the previous measurement's, so a value left on a
  * line by an earlier one can never be taken for an answer. */
-static double measure_rtt_ns(struct node_ctx *n, int one_line, int batches)
+static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int batches)
 {
     _Atomic uint64_t *ping = &n->l[L_PING].v, *pong = one_line ? ping : &n->l[L_PONG].v;
     _Atomic uint64_t *mine = n->rank == 0 ? ping : pong, *theirs = n->rank == 0 ? pong : ping;
     uint64_t first = n->seq + (n->rank == 0 ? 1 : 2), wait = n->seq + (n->rank == 0 ? 2 : 1);
     double best = INFINITY;
-    n->seq += 2 * (uint64_t)RTT_BATCH * (uint64_t)(batches + 1);
+    n->seq += 2 * (uint64_t)batch * (uint64_t)(batches + 1);
     for (int b = 0; b <= batches; b++) {
         double t0 = now_s();
-        for (int i = 0; i < RTT_BATCH; i++, first += 2, wait += 2) {
+        for (int i = 0; i < batch; i++, first += 2, wait += 2) {
             if (n->rank == 0) atomic_store(mine, first);
             while (atomic_load(theirs) != wait) {
             }
             if (n->rank == 1) atomic_store(mine, first);
         }
-        double t = (now_s() - t0) / RTT_BATCH * 1e9;
+        double t = (now_s() - t0) / batch * 1e9;
         if (b > 0 && t < best) best = t; /* batch 0 warms up */
     }
     return best;
@@ -253,9 +256,9 @@ static void set_sizes(struct limits *l, size_t largest)
 
 /* Node ranks 0 and 1 measure the round trip both ways; rank 0 keeps the lowest values seen
  * so far (the limit) and the highest (how much it moved). */
-static void round_trip(struct node_ctx *n, struct limits *l, int batches)
+static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batches)
 {
-    double one = measure_rtt_ns(n, 1, batches), two = measure_rtt_ns(n, 0, batches);
+    double one = measure_rtt_ns(n, 1, batch, batches), two = measure_rtt_ns(n, 0, batch, batches);
     double rtt = dmin(one, two);
     if (n->rank != 0) return;
     l->rtt_probes++;
@@ -267,7 +270,7 @@ static void round_trip(struct node_ctx *n, struct limits *l, int batches)
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
-    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCHES);
+    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES);
     spin_barrier(n);
     struct copier c;
     copier_init(&c, l->size[l->nsizes - 1]);
@@ -331,7 +334,7 @@ void limits_probe(struct limits *l)
         sleep_until_done(n);
         return;
     }
-    round_trip(n, l, PROBE_BATCHES);
+    round_trip(n, l, PROBE_BATCH, PROBE_BATCHES);
     if (n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
 }
 
