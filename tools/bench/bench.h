@@ -186,10 +186,10 @@ struct limits {
     int cores, node_ranks, nodes, copiers;
     size_t llc;
     /* cache-line round trip between node ranks 0 and 1: the lowest of rtt_probes
-     * measurements (start-up, then before every point), and the highest */
+     * measurements (start-up, then before every point), and their median */
     double rtt_ns;
     double rtt_one_line_ns;    /* the same, both ranks writing one line */
-    double rtt_max_ns;
+    double rtt_median_ns;
     int rtt_probes;
     int nsizes;
     size_t size[LIMIT_SIZES];
@@ -239,6 +239,7 @@ struct arena; /* pre-faulted buffers shared by every point, measure.c */
 
 struct arena *arena_create(const struct options *o, int nranks);
 void arena_destroy(struct arena *a);
+struct bench_sync *arena_sync(struct arena *a);
 void measure_point(struct arena *a, const struct options *o, const struct point *pt,
                    struct result *res);
 int point_fits(const struct point *pt, int nranks);

@@ -28,10 +28,13 @@
 #define COPY_MAX ((size_t)64 << 20) /* beyond a few LLCs the bandwidth is flat (DRAM) */
 #define RTT_BATCH 2000
 #define RTT_BATCHES 15
-/* The round trip again before a point: short batches, so that a probe costs a fraction of
- * a millisecond and a partner preempted by another job spoils one batch, not the probe. */
-#define PROBE_BATCH 200
-#define PROBE_BATCHES 5
+/* The round trip again before a point: short batches, so that a partner preempted by
+ * another job spoils one batch, not the probe, and no more batches once PROBE_CAP_S has
+ * passed, so that a probe on a crowded machine costs about that, not a time slice per
+ * round trip. */
+#define PROBE_BATCH 50
+#define PROBE_BATCHES 10
+#define PROBE_CAP_S 0.5e-3
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
 enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
@@ -119,19 +122,35 @@ static void node_close(struct node_ctx *n)
  * each answer also has to take the line back for writing; with a line per writer (how
  * flag-based collectives are built) only the reads cross.  Minimum over batches: noise
  * only adds time.  Values continue from the previous measurement's, so a value left on a
- * line by an earlier one can never be taken for an answer. */
-static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int batches)
+ * line by an earlier one can never be taken for an answer.  Once `cap` seconds have passed
+ * (after at least one timed batch), rank 0 writes `stop`, a value no measurement uses,
+ * instead of the next batch's first ping (rank 1 is then waiting for that ping and has
+ * written its last answer), and waits for rank 1 to answer stop + 1: the next measurement
+ * reuses the ping line, and must not overwrite a stop rank 1 has not seen yet. */
+static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int batches, double cap)
 {
     _Atomic uint64_t *ping = &n->l[L_PING].v, *pong = one_line ? ping : &n->l[L_PONG].v;
     _Atomic uint64_t *mine = n->rank == 0 ? ping : pong, *theirs = n->rank == 0 ? pong : ping;
     uint64_t first = n->seq + (n->rank == 0 ? 1 : 2), wait = n->seq + (n->rank == 0 ? 2 : 1);
-    double best = INFINITY;
-    n->seq += 2 * (uint64_t)batch * (uint64_t)(batches + 1);
+    uint64_t stop = n->seq + 2 * (uint64_t)batch * (uint64_t)(batches + 1) + 1;
+    double best = INFINITY, start = now_s();
+    n->seq = stop + 1;
     for (int b = 0; b <= batches; b++) {
+        if (n->rank == 0 && b > 1 && now_s() - start > cap) {
+            atomic_store(mine, stop);
+            while (atomic_load(theirs) != stop + 1) {
+            }
+            break;
+        }
         double t0 = now_s();
         for (int i = 0; i < batch; i++, first += 2, wait += 2) {
             if (n->rank == 0) atomic_store(mine, first);
-            while (atomic_load(theirs) != wait) {
+            uint64_t seen;
+            while ((seen = atomic_load(theirs)) != wait) {
+                if (seen == stop) { /* rank 1: rank 0 stopped */
+                    atomic_store(mine, stop + 1);
+                    return best;
+                }
             }
             if (n->rank == 1) atomic_store(mine, first);
         }
@@ -255,22 +274,32 @@ static void set_sizes(struct limits *l, size_t largest)
 }
 
 /* Node ranks 0 and 1 measure the round trip both ways; rank 0 keeps the lowest values seen
- * so far (the limit) and the highest (how much it moved). */
-static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batches)
+ * so far (the limit) and the median of all measurements (what the run mostly saw: the
+ * highest would be a probe spoiled by another job). */
+static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batches, double cap)
 {
-    double one = measure_rtt_ns(n, 1, batch, batches), two = measure_rtt_ns(n, 0, batch, batches);
+    static double *seen, *sorted;
+    static int room;
+    double one = measure_rtt_ns(n, 1, batch, batches, cap);
+    double two = measure_rtt_ns(n, 0, batch, batches, cap);
     double rtt = dmin(one, two);
     if (n->rank != 0) return;
-    l->rtt_probes++;
+    if (l->rtt_probes == room) {
+        room = room ? 2 * room : 64;
+        seen = realloc(seen, sizeof *seen * (size_t)room);
+        sorted = realloc(sorted, sizeof *sorted * (size_t)room);
+    }
+    seen[l->rtt_probes++] = rtt;
+    memcpy(sorted, seen, sizeof *seen * (size_t)l->rtt_probes);
+    l->rtt_median_ns = median_of(sorted, l->rtt_probes);
     l->rtt_one_line_ns = l->rtt_probes > 1 ? dmin(l->rtt_one_line_ns, one) : one;
     l->rtt_ns = l->rtt_probes > 1 ? dmin(l->rtt_ns, rtt) : rtt;
-    l->rtt_max_ns = l->rtt_probes > 1 ? dmax(l->rtt_max_ns, rtt) : rtt;
 }
 
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
-    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES);
+    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, INFINITY);
     spin_barrier(n);
     struct copier c;
     copier_init(&c, l->size[l->nsizes - 1]);
@@ -303,7 +332,7 @@ void limits_measure(struct limits *l, const struct options *o)
     struct node_ctx *n = &node;
     int leader;
     memset(l, 0, sizeof *l);
-    l->rtt_ns = l->rtt_one_line_ns = l->rtt_max_ns = NAN;
+    l->rtt_ns = l->rtt_one_line_ns = l->rtt_median_ns = NAN;
     l->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     l->llc = llc_bytes();
     node_open(n, l->cores);
@@ -334,7 +363,7 @@ void limits_probe(struct limits *l)
         sleep_until_done(n);
         return;
     }
-    round_trip(n, l, PROBE_BATCH, PROBE_BATCHES);
+    round_trip(n, l, PROBE_BATCH, PROBE_BATCHES, PROBE_CAP_S);
     if (n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
 }
 

@@ -94,6 +94,11 @@ struct arena *arena_create(const struct options *o, int nranks)
     return a;
 }
 
+struct bench_sync *arena_sync(struct arena *a)
+{
+    return a->sync;
+}
+
 void arena_destroy(struct arena *a)
 {
     if (!a) return;

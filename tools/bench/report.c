@@ -225,14 +225,14 @@ void report_row(FILE *out, const struct result *r, int nranks)
     fflush(out);
 }
 
-/* After the sweep: the round trip's lowest and highest value over the run.  The bounds of
+/* After the sweep: the round trip's lowest and median value over the run.  The bounds of
  * the JSON and CSV use the lowest; a row printed before it was seen used a higher one. */
 void report_footer(FILE *out, const struct limits *l)
 {
     if (!l->valid || isnan(l->rtt_ns)) return;
-    fprintf(out, "# cache-line round trip over %d measurements: lowest %.0f ns, highest %.0f ns; "
+    fprintf(out, "# cache-line round trip over %d measurements: lowest %.0f ns, median %.0f ns; "
                  "the JSON and CSV bounds use the lowest\n",
-            l->rtt_probes, l->rtt_ns, l->rtt_max_ns);
+            l->rtt_probes, l->rtt_ns, l->rtt_median_ns);
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -267,7 +267,7 @@ static void json_limits(FILE *f, const struct limits *l)
     jkey(f, "valid", 1), fprintf(f, "%s", l->valid ? "true" : "false");
     jkey(f, "rtt_ns", 0), jnum(f, l->rtt_ns);
     jkey(f, "rtt_one_line_ns", 0), jnum(f, l->rtt_one_line_ns);
-    jkey(f, "rtt_max_ns", 0), jnum(f, l->rtt_max_ns);
+    jkey(f, "rtt_median_ns", 0), jnum(f, l->rtt_median_ns);
     jkey(f, "rtt_probes", 0), fprintf(f, "%d", l->rtt_probes);
     jkey(f, "copiers", 0), fprintf(f, "%d", l->copiers);
     jkey(f, "memcpy", 0), fputs("[", f);
