@@ -221,7 +221,7 @@ struct sample { /* microseconds; each a median over rounds */
 
 struct result {
     struct point pt;
-    int k, rounds;
+    int k[VAR_COUNT], rounds; /* calls per block of each variant; rounds */
     struct sample t[VAR_COUNT];
     double speedup, ratio_q1, ratio_q3; /* host / nodecoll per round: median, quartiles */
     double bound_us;
@@ -250,6 +250,7 @@ struct bench_sync;
 struct bench_sync *sync_open(void); /* collective over MPI_COMM_WORLD */
 void sync_close(struct bench_sync *s);
 void sync_wait(struct bench_sync *s);
+int sync_oversubscribed(const struct bench_sync *s); /* node ranks outnumber the cores */
 
 /* ---- the computation --overlap hides a collective behind (compute.c) ------------------- */
 

@@ -135,13 +135,13 @@ static void print_limits(FILE *out, const struct limits *l)
 static void print_columns(FILE *out, int overlap)
 {
     if (overlap) {
-        fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-35s | %-35s | %7s  %s\n", "collective",
-                "dtype", "root", "size", "k", "rnds", "nodecoll us: pure total exp overlap",
+        fprintf(out, "# %-20s %-6s %-6s %6s %11s %4s | %-35s | %-35s | %7s  %s\n", "collective",
+                "dtype", "root", "size", "k nc/host", "rnds", "nodecoll us: pure total exp overlap",
                 "host us: pure total exp overlap", "x host", "algorithm");
         return;
     }
-    fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
-            "collective", "dtype", "root", "size", "k", "rnds", "nodecoll us: min med max",
+    fprintf(out, "# %-20s %-6s %-6s %6s %11s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
+            "collective", "dtype", "root", "size", "k nc/host", "rnds", "nodecoll us: min med max",
             "host us: min med max", "x host", "bound us", "%bound", "GB/s", "algorithm");
 }
 
@@ -197,10 +197,18 @@ static const char *check_text(const struct result *r)
     return r->check > 0 ? "  CHECK FAILED" : r->check == 0 ? "  ok" : "";
 }
 
+/* "k[nodecoll]/k[host]": the calls in a block of each variant. */
+static const char *k_text(const struct result *r, char *out, size_t len)
+{
+    snprintf(out, len, "%d/%d", r->k[VAR_NODECOLL], r->k[VAR_HOST]);
+    return out;
+}
+
 static void overlap_row(FILE *out, const struct result *r, const char *sz)
 {
-    fprintf(out, "  %-20s %-6s %-6s %6s %6d %4d |", r->pt.coll->name, r->pt.dt->name,
-            root_pattern_name(r->pt.root_pattern), sz, r->k, r->rounds);
+    char k[32];
+    fprintf(out, "  %-20s %-6s %-6s %6s %11s %4d |", r->pt.coll->name, r->pt.dt->name,
+            root_pattern_name(r->pt.root_pattern), sz, k_text(r, k, sizeof k), r->rounds);
     for (int v = 0; v < VAR_COUNT; v++)
         fprintf(out, " %8.2f %8.2f %8.2f %7.1f%% |", r->t[v].max, r->total[v].max,
                 r->exposed[v].max, result_overlap(r, (enum variant)v));
@@ -210,16 +218,16 @@ static void overlap_row(FILE *out, const struct result *r, const char *sz)
 
 void report_row(FILE *out, const struct result *r, int nranks)
 {
-    char sz[32];
+    char sz[32], k[32];
     const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
     format_bytes(sz, sizeof sz, r->pt.bytes);
     if (r->overlap) overlap_row(out, r, sz);
     else
         fprintf(out,
-                "  %-20s %-6s %-6s %6s %6d %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
+                "  %-20s %-6s %-6s %6s %11s %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
                 "%9.3f %5.1f%% %8.3f  %s%s%s\n",
-                r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz, r->k,
-                r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
+                r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz,
+                k_text(r, k, sizeof k), r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
                 r->bound_us, result_pct_bound(r), result_gbs(r, nranks), r->algs, check_text(r),
                 result_noisy(r) ? "  noisy" : "");
     fflush(out);
@@ -341,7 +349,8 @@ static void json_result(FILE *f, const struct result *r, int nranks)
     jkey(f, "root", 0), jstr(f, root_pattern_name(r->pt.root_pattern));
     jkey(f, "bytes", 0), fprintf(f, "%zu", r->pt.bytes);
     jkey(f, "count", 0), fprintf(f, "%d", r->pt.count);
-    jkey(f, "k", 0), fprintf(f, "%d", r->k);
+    jkey(f, "k", 0), fprintf(f, "%d", r->k[VAR_NODECOLL]);
+    jkey(f, "k_host", 0), fprintf(f, "%d", r->k[VAR_HOST]);
     jkey(f, "rounds", 0), fprintf(f, "%d", r->rounds);
     json_sample(f, "nodecoll_us", &r->t[VAR_NODECOLL]);
     json_sample(f, "host_us", &r->t[VAR_HOST]);
@@ -395,7 +404,7 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
 {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,rounds,"
+    fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,k_host,rounds,"
           "nodecoll_min_us,nodecoll_med_us,nodecoll_max_us,host_min_us,host_med_us,host_max_us,"
           "speedup,bound_us,pct_bound,gbs,algorithms,check,noisy,mode,"
           "nodecoll_compute_us,nodecoll_total_us,nodecoll_exposed_us,nodecoll_overlap_pct,"
@@ -403,10 +412,10 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
     for (int i = 0; i < n; i++) {
         const struct result *r = &rs[i];
         const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
-        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d",
+        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d",
                 ri->date, ri->mpi, ri->nranks, ri->oversubscribed, r->pt.coll->name,
-                r->pt.dt->name, root_pattern_name(r->pt.root_pattern), r->pt.bytes, r->k,
-                r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
+                r->pt.dt->name, root_pattern_name(r->pt.root_pattern), r->pt.bytes,
+                r->k[VAR_NODECOLL], r->k[VAR_HOST], r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
                 r->bound_us, result_pct_bound(r), result_gbs(r, ri->nranks), r->algs,
                 r->check < 0 ? "" : r->check ? "failed" : "ok", result_noisy(r));
         csv_mode_columns(f, r);

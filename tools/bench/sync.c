@@ -61,6 +61,11 @@ struct bench_sync *sync_open(void)
     return s;
 }
 
+int sync_oversubscribed(const struct bench_sync *s)
+{
+    return s->spin == 0;
+}
+
 void sync_close(struct bench_sync *s)
 {
     if (!s) return;
