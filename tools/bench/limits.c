@@ -276,11 +276,12 @@ static void set_sizes(struct limits *l, size_t largest)
 /* Node ranks 0 and 1 measure the round trip both ways; rank 0 keeps the lowest values seen
  * so far (the limit) and the median of all measurements (what the run mostly saw: the
  * highest would be a probe spoiled by another job). */
-static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batches, double cap)
+static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batches, double cap,
+                       int both)
 {
     static double *seen, *sorted;
     static int room;
-    double one = measure_rtt_ns(n, 1, batch, batches, cap);
+    double one = both ? measure_rtt_ns(n, 1, batch, batches, cap) : INFINITY;
     double two = measure_rtt_ns(n, 0, batch, batches, cap);
     double rtt = dmin(one, two);
     if (n->rank != 0) return;
@@ -299,7 +300,7 @@ static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batc
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
-    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, INFINITY);
+    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, INFINITY, 1);
     spin_barrier(n);
     struct copier c;
     copier_init(&c, l->size[l->nsizes - 1]);
@@ -352,18 +353,21 @@ void limits_measure(struct limits *l, const struct options *o)
     if (!l->valid) node_close(n);
 }
 
-/* Collective.  The round trip once more (node ranks 0 and 1; the others sleep meanwhile);
- * rank 0's limits keep the lowest.  Nothing on several machines, or a single core. */
+/* Collective.  The round trip once more, a line per writer (node ranks 0 and 1; the others
+ * sleep meanwhile); rank 0's limits keep the lowest.  Nothing on several machines, on a
+ * single core, or when the ranks outnumber the cores: there a probe mostly measures how
+ * long two ranks wait to be on a core together (half a millisecond on the busy development
+ * machine), and the start-up measurement, made with the other ranks asleep, stands. */
 void limits_probe(struct limits *l)
 {
     struct node_ctx *n = &node;
-    if (!l->valid || !n->open || n->copiers < 2) return;
+    if (!l->valid || !n->open || n->copiers < 2 || n->size > l->cores) return;
     n->done++;
     if (n->rank >= 2) {
         sleep_until_done(n);
         return;
     }
-    round_trip(n, l, PROBE_BATCH, PROBE_BATCHES, PROBE_CAP_S);
+    round_trip(n, l, PROBE_BATCH, PROBE_BATCHES, PROBE_CAP_S, 0);
     if (n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
 }
 

@@ -24,6 +24,7 @@
  * can lose a scheduler time slice (milliseconds) at the start of a block, which must not
  * weigh more on the faster variant than on the slower one. */
 #define OVERSUB_ROUND_TARGET_S 4e-3
+#define OVERSUB_BUDGET_SHARE 100
 #define K_MAX 100000
 #define MIN_ROUNDS 5 /* a median of 3 falls to two preempted rounds */
 #define CALIBRATION_CALLS 2
@@ -350,7 +351,11 @@ static void plan(struct run_state *st, const struct options *o, double t_start,
     t[2] = now_s() - t0;
     t[3] = now_s() - t_start;
     PMPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, st->call.comm);
-    double target = sync_oversubscribed(st->a->sync) ? OVERSUB_ROUND_TARGET_S : ROUND_TARGET_S;
+    /* Oversubscribed: at most a hundredth of the budget, since calls on a busy machine can
+     * take many times what the (best-of) calibration saw, and the fewest rounds must fit. */
+    double target = ROUND_TARGET_S;
+    if (sync_oversubscribed(st->a->sync))
+        target = dmax(ROUND_TARGET_S, dmin(OVERSUB_ROUND_TARGET_S, o->time_budget / OVERSUB_BUDGET_SHARE));
     double calls_s = 0;
     for (int v = 0; v < VAR_COUNT; v++) {
         k[v] = (int)dmin(ceil_pos(target / dmax(t[v], 1e-9)), K_MAX);
