@@ -186,7 +186,7 @@ struct limits {
     int cores, node_ranks, nodes, copiers;
     size_t llc;
     /* cache-line round trip between node ranks 0 and 1: the lowest of rtt_probes
-     * measurements (start-up, then before every point), and their median */
+     * measurements (start-up, then after every point), and their median */
     double rtt_ns;
     double rtt_one_line_ns;    /* the same, both ranks writing one line */
     double rtt_median_ns;

@@ -1,7 +1,7 @@
 /*
  * The machine's physical limits, measured in the same run as the collectives:
  *   - the round trip of one cache line between node ranks 0 and 1 (ping-pong on a line of
- *     a shared-memory window), at start-up and again before every point: on a virtual
+ *     a shared-memory window), at start-up and again after every point: on a virtual
  *     machine it changes several-fold when the hypervisor moves a virtual CPU, and the
  *     lowest value seen is the limit,
  *   - memcpy bandwidth per size on one core and on all usable cores at once, with the data
@@ -28,13 +28,14 @@
 #define COPY_MAX ((size_t)64 << 20) /* beyond a few LLCs the bandwidth is flat (DRAM) */
 #define RTT_BATCH 2000
 #define RTT_BATCHES 15
-/* The round trip again before a point: short batches, so that a partner preempted by
+/* The round trip again after a point: short batches, so that a partner preempted by
  * another job spoils one batch, not the probe, and no more batches once PROBE_CAP_S has
  * passed, so that a probe on a crowded machine costs about that, not a time slice per
  * round trip. */
 #define PROBE_BATCH 50
 #define PROBE_BATCHES 10
 #define PROBE_CAP_S 0.5e-3
+#define RTT_STOP_POLLS 1024 /* polls of a waiting rank 0 between looks at the clock */
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
 enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
@@ -53,7 +54,7 @@ struct node_ctx {
     uint64_t done;   /* measurements finished on the main node (L_DONE) */
 };
 
-/* Open from limits_measure to limits_close: the round trip is measured before every point. */
+/* Open from limits_measure to limits_close: the round trip is measured after every point. */
 static struct node_ctx node;
 
 struct copier {
@@ -122,40 +123,51 @@ static void node_close(struct node_ctx *n)
  * each answer also has to take the line back for writing; with a line per writer (how
  * flag-based collectives are built) only the reads cross.  Minimum over batches: noise
  * only adds time.  Values continue from the previous measurement's, so a value left on a
- * line by an earlier one can never be taken for an answer.  Once `cap` seconds have passed
- * (after at least one timed batch), rank 0 writes `stop`, a value no measurement uses,
- * instead of the next batch's first ping (rank 1 is then waiting for that ping and has
- * written its last answer), and waits for rank 1 to answer stop + 1: the next measurement
- * reuses the ping line, and must not overwrite a stop rank 1 has not seen yet. */
+ * line by an earlier one can never be taken for an answer.
+ *
+ * A capped measurement (a probe after a point: a line per writer) ends once `cap` seconds
+ * have passed, inside a batch too, where a partner without a core would hold rank 0 for a
+ * time slice per round trip: rank 0 writes `stop`, a value no measurement uses, on its own
+ * line, which rank 1 never writes, and waits for rank 1's stop + 1 (the next measurement
+ * reuses the lines and must not overwrite a stop rank 1 has not seen).  The batches
+ * finished by then count; INFINITY if none did.
+ *
+ * Release stores and acquire loads, as nodecoll's flags use: a sequentially consistent
+ * store is a locked instruction on x86, whose cost in every round trip made the measured
+ * round trip longer than two steps of nodecoll's Barrier (the limit must not be). */
 static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int batches, double cap)
 {
     _Atomic uint64_t *ping = &n->l[L_PING].v, *pong = one_line ? ping : &n->l[L_PONG].v;
     _Atomic uint64_t *mine = n->rank == 0 ? ping : pong, *theirs = n->rank == 0 ? pong : ping;
     uint64_t first = n->seq + (n->rank == 0 ? 1 : 2), wait = n->seq + (n->rank == 0 ? 2 : 1);
     uint64_t stop = n->seq + 2 * (uint64_t)batch * (uint64_t)(batches + 1) + 1;
+    int can_stop = n->rank == 0 && !one_line && cap < INFINITY;
     double best = INFINITY, start = now_s();
     n->seq = stop + 1;
     for (int b = 0; b <= batches; b++) {
-        if (n->rank == 0 && b > 1 && now_s() - start > cap) {
-            atomic_store(mine, stop);
-            while (atomic_load(theirs) != stop + 1) {
-            }
-            break;
-        }
         double t0 = now_s();
         for (int i = 0; i < batch; i++, first += 2, wait += 2) {
-            if (n->rank == 0) atomic_store(mine, first);
+            if (n->rank == 0) atomic_store_explicit(mine, first, memory_order_release);
             uint64_t seen;
-            while ((seen = atomic_load(theirs)) != wait) {
+            for (unsigned polls = 1;
+                 (seen = atomic_load_explicit(theirs, memory_order_acquire)) != wait; polls++) {
                 if (seen == stop) { /* rank 1: rank 0 stopped */
-                    atomic_store(mine, stop + 1);
+                    atomic_store_explicit(mine, stop + 1, memory_order_release);
                     return best;
                 }
+                if (can_stop && polls % RTT_STOP_POLLS == 0 && now_s() - start > cap)
+                    goto stopped;
             }
-            if (n->rank == 1) atomic_store(mine, first);
+            if (n->rank == 1) atomic_store_explicit(mine, first, memory_order_release);
         }
         double t = (now_s() - t0) / batch * 1e9;
         if (b > 0 && t < best) best = t; /* batch 0 warms up */
+        if (can_stop && b > 0 && now_s() - start > cap) goto stopped;
+    }
+    return best;
+stopped:
+    atomic_store_explicit(mine, stop, memory_order_release);
+    while (atomic_load_explicit(theirs, memory_order_acquire) != stop + 1) {
     }
     return best;
 }
@@ -284,7 +296,7 @@ static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batc
     double one = both ? measure_rtt_ns(n, 1, batch, batches, cap) : INFINITY;
     double two = measure_rtt_ns(n, 0, batch, batches, cap);
     double rtt = dmin(one, two);
-    if (n->rank != 0) return;
+    if (n->rank != 0 || !(rtt < INFINITY)) return; /* a probe that finished no batch */
     if (l->rtt_probes == room) {
         room = room ? 2 * room : 64;
         seen = realloc(seen, sizeof *seen * (size_t)room);

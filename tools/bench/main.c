@@ -104,10 +104,10 @@ static void progress_clear(void)
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
-/* The round trip is measured again before every point (limits_probe), once every rank has
- * left the previous point's calls (a rank still spinning in one would take a core from the
- * two that measure): rows printed on the way use the lowest value seen so far, the JSON and
- * CSV the lowest of the whole run. */
+/* The round trip is measured again after every point (limits_probe), once every rank has
+ * left the point's calls (a rank still spinning in one would take a core from the two that
+ * measure), so that a row's bound has seen the machine as the point left it: rows printed
+ * on the way use the lowest value seen so far, the JSON and CSV the lowest of the run. */
 static int run_sweep(const struct options *o, struct limits *l, const struct sweep *s,
                      struct result *res, int rank, int nranks)
 {
@@ -118,16 +118,14 @@ static int run_sweep(const struct options *o, struct limits *l, const struct swe
         if (loud && sectioned && (i == 0 || s->pts[i].mode != s->pts[i - 1].mode))
             report_section(stdout, s->pts[i].mode, o->overlap);
         if (loud) progress(s, i, t0);
+        measure_point(a, o, &s->pts[i], &res[i]);
         sync_wait(arena_sync(a));
         limits_probe(l);
-        measure_point(a, o, &s->pts[i], &res[i]);
         res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
         failed |= res[i].check > 0;
         if (loud) progress_clear();
         if (loud) report_row(stdout, &res[i], nranks);
     }
-    sync_wait(arena_sync(a));
-    limits_probe(l);
     for (int i = 0; i < s->n; i++)
         res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
     if (loud) report_footer(stdout, l);

@@ -378,7 +378,7 @@ def report(runs, colls, images, args):
     lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
               "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB. The round trip is the lowest of the "
-              "measurements made before every point (their median in parentheses when it is "
+              "measurements made after every point (their median in parentheses when it is "
               "higher by a fifth or more).",
               ""]
     lines += limits_table(runs) + [""]

@@ -123,7 +123,7 @@ static void print_limits(FILE *out, const struct limits *l)
     char sz[32];
     fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line%s)\n",
             l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns,
-            l->node_ranks > l->cores ? "" : "; measured again before every point, the lowest counts");
+            l->node_ranks > l->cores ? "" : "; measured again after every point, the lowest counts");
     fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
         format_bytes(sz, sizeof sz, l->size[i]);
