@@ -378,8 +378,8 @@ def report(runs, colls, images, args):
     lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
               "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB. The round trip is the lowest of the "
-              "measurements made after every point (their median in parentheses when it is "
-              "higher by a fifth or more).",
+              "measurements made at start-up and, when every rank has a core, after every "
+              "point (their median in parentheses when it is higher by a fifth or more).",
               ""]
     lines += limits_table(runs) + [""]
     lines += ["## Per collective", "",
