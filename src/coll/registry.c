@@ -219,7 +219,7 @@ const nc_hier *nc_registry_fanin_shape_grouped(const nc_comm *c, const nc_reduct
 
 /* ---- Allgather(v) across nodes: the leaders' spread -------------------------------------- */
 
-/* Seed 001, equation 1: max volume over the volume at the `fraction` quantile.  A few
+/* Balaji et al., equation 1: max volume over the volume at the `fraction` quantile.  A few
  * nodes far above the bulk make the set skewed. */
 static int volumes_skewed(const nc_comm *c, uint64_t *volumes, int nodes)
 {
@@ -242,7 +242,7 @@ nc_alg_id nc_registry_spread(const nc_comm *c, uint64_t *volumes, int nodes)
     }
     uint64_t total = 0;
     for (int k = 0; k < nodes; k++) total += volumes[k];
-    /* Seed 001: the ring is right for large uniform volumes only; a skewed set (or a small
+    /* Balaji et al.: the ring is right for large uniform volumes only; a skewed set (or a small
      * total, where latency counts) spreads along binomial patterns. */
     if ((int64_t)total >= c->cfg.allgatherv_ring_min && !volumes_skewed(c, volumes, nodes)) return NC_ALG_RING;
     return binomial;

@@ -102,7 +102,7 @@
     "into its shared slot (readers copy it out, the publisher returns at once; the slot is at most NODECOLL_SEGMENT_SIZE); larger data is read straight " \
     "from the publisher's buffer with single copy.") \
   X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
-    "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (seed 001's bins; " \
+    "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (Balaji et al.'s bins; " \
     "zero-size peers are always skipped).") \
   X(alltoall_window,     INT, 32,        0, 1000000,  NULL, \
     "Alltoall/Alltoallv/Alltoallw across nodes: sends in flight at once to remote ranks (0: all; every " \
@@ -114,7 +114,7 @@
     "auto uses the ring across nodes from this total size up, unless the node volumes are skewed.") \
   X(allgatherv_outlier_ratio, INT, 8,    1, 1000000000, NULL, \
     "Node volumes are skewed when the largest is at least this many times the volume at the outlier fraction " \
-    "(seed 001's k-select outlier ratio).") \
+    "(Balaji et al.'s k-select outlier ratio).") \
   X(allgatherv_outlier_fraction, INT, 50, 1, 100,     NULL, \
     "Percentile (of node volumes, smallest first) the largest volume is compared with by the outlier ratio.") \
   X(cma,                 ENUM, 0,        0, 1,        "auto|off", \

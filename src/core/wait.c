@@ -26,8 +26,8 @@ typedef struct watch_clock {
     int64_t start, report_at, check_at;
 } watch_clock;
 
-/* Polls of the yield phase between looks at the clock: a look (~30 ns) against 16 yields
- * (~0.7 us each on the development machine when nothing else runs) costs 0.3%; each
+/* Polls of the yield phase between looks at the clock: a clock read costs a few hundredths
+ * of a sched_yield (docs/results-costs.md), so one look per 16 yields is noise; each
  * sleeping poll looks. */
 #define NC_WATCH_YIELDS_PER_LOOK 16
 

@@ -17,9 +17,9 @@ NC_STATE_FITS(dissemination_state);
 /* Flag value meaning "finished every step before `step` of barrier `seq`". */
 static uint64_t step_value(uint64_t seq, int step) { return seq * 64 + (uint64_t)step; }
 
-/* The radix measured fastest up to 16 participants is P itself (one step: every rank reads
- * the P-1 other flags), about 6 above (Bierbaum et al.; on the development machine P also
- * won at 2-4 ranks). */
+/* Radix P itself up to 16 participants (one step: every rank reads the P-1 other flags),
+ * about 6 above: the fastest in Bierbaum et al.'s measurements (docs/results-costs.md for
+ * this machine's). */
 static void plan(nc_op *op, void *state)
 {
     dissemination_state *st = state;

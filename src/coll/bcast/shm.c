@@ -1,5 +1,5 @@
-/* Bcast through shared memory (seed 000): a fan-out tree of tunable radix (shaped by the
- * node's topology groups, core/hier.h), pipelined in fragments.  A parent copies each
+/* Bcast through shared memory (Graham and Shipman): a fan-out tree of tunable radix (shaped
+ * by the node's topology groups, core/hier.h), pipelined in fragments.  A parent copies each
  * fragment into its own ring (or, for a message of a few dozen bytes, into an inline flag:
  * signal and data in one line transfer) and its children copy it out, forwarding it from
  * their own ring to theirs. */

@@ -1,7 +1,7 @@
-/* Recursive doubling (for comparison, seed 000 3.1): step s pairs rank r with r ^ 2^s; both
- * publish what they hold for fragment k, read the partner's and combine lower op higher, so
- * after log2 P steps every rank holds the whole fold of every block in rank order, computed
- * identically on both sides of each pair.  Fragment numbers g0 + k * steps + s.
+/* Recursive doubling (for comparison; Graham and Shipman, section 3.1): step s pairs rank r
+ * with r ^ 2^s; both publish what they hold for fragment k, read the partner's and combine
+ * lower op higher, so after log2 P steps every rank holds the whole fold of every block in
+ * rank order, computed identically on both sides of each pair.  Fragment numbers g0 + k * steps + s.
  * Reduce_scatter: an Allreduce into the node's vector scratch, of which each rank keeps its
  * block. */
 #include "reduce.h"
