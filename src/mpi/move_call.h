@@ -13,9 +13,12 @@
 /* One vector argument as MPI describes it, and its byte form for the algorithms. */
 typedef struct nc_move_vec {
     char *user;
-    const int *counts, *displs;  /* vector forms; else NULL: `count` each, blocks back to back */
-    int count, n;                /* n: blocks, set from the communicator once it is known */
+    const void *counts, *displs; /* vector forms (int, or MPI_Count and MPI_Aint if `wide`: the
+                                  * _c forms); else NULL: `count` each, blocks back to back */
+    MPI_Count count;
+    int n;                       /* blocks, set from the communicator once it is known */
     int vector;                  /* counts and displs (and types, for Alltoallw) are required */
+    int wide;
     MPI_Datatype type;
     const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
     /* Once opened: */
@@ -38,7 +41,7 @@ typedef struct nc_move_args {
     nc_coll_id coll;
     int root;                    /* NC_CALL_NONE for the unrooted */
     const void *one;
-    int one_count;
+    MPI_Count one_count;
     MPI_Datatype one_type;
     nc_move_vec send, recv;
 } nc_move_args;

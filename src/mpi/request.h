@@ -23,26 +23,27 @@
  * (mpi-ext.h); found at build time. */
 #if defined(NODECOLL_HAVE_MPI_PERSISTENT)
 #define NC_PERSISTENT_COLLECTIVES 1
-#define NC_INIT(coll) MPI_##coll##_init
-#define NC_HOST_INIT(coll) PMPI_##coll##_init
+#define NC_INIT(coll, sfx) MPI_##coll##_init##sfx
+#define NC_HOST_INIT(coll, sfx) PMPI_##coll##_init##sfx
 #elif defined(NODECOLL_HAVE_MPIX_PERSISTENT)
 #include <mpi-ext.h>
 #define NC_PERSISTENT_COLLECTIVES 1
-#define NC_INIT(coll) MPIX_##coll##_init
-#define NC_HOST_INIT(coll) PMPIX_##coll##_init
+#define NC_INIT(coll, sfx) MPIX_##coll##_init##sfx
+#define NC_HOST_INIT(coll, sfx) PMPIX_##coll##_init##sfx
 #endif
 
 typedef struct nc_mpi_request nc_mpi_request;
 
 /* Which form of a collective the user called: blocking (request NULL), nonblocking, or
- * persistent (with its info). */
+ * persistent (with its info); `large`: MPI-4's large-count form (MPI_<Coll>_c), whose count
+ * and displacement arrays hold MPI_Count and MPI_Aint (nc_mpi_count_at) instead of int. */
 typedef struct nc_call_form_args {
     MPI_Request *request;
     int persistent;
     MPI_Info info;
     int blocking;
+    int large;
 } nc_call_form_args;
-static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL, 1};
 
 /* The state for a call of form f, or NULL: the host serves it (a nonblocking call on a
  * communicator not yet set up, or without a request to return: the host reports that). */
@@ -64,41 +65,61 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
  * line they cost an 8-byte Allreduce about 5 ns, 5%). */
 #define NC_FORM_INLINE static inline __attribute__((always_inline))
 
-/* The host's own form of a call nodecoll leaves to it, by f: PMPI_<Name>(args...),
- * PMPI_<IName>(args..., request) or the host's persistent init (args..., info, request). */
-#ifdef NC_PERSISTENT_COLLECTIVES
-#define NC_HOST_PERSISTENT(f, Name, ...) (f)->persistent ? NC_HOST_INIT(Name)(__VA_ARGS__, (f)->info, (f)->request) :
-#else
-#define NC_HOST_PERSISTENT(f, Name, ...)
-#endif
-#define NC_HOST_FORM(f, Name, IName, ...)                                                              \
-    ((f)->blocking ? PMPI_##Name(__VA_ARGS__)                                                          \
-                   : NC_HOST_PERSISTENT(f, Name, __VA_ARGS__) PMPI_##IName(__VA_ARGS__, (f)->request))
+/* What an adapter returns when the host must serve the call (MPI error codes are never
+ * negative): its entry point then calls the host's own form of it with the user's arguments. */
+#define NC_RUN_HOST (-1)
 
-/* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
- * entry points of collective Name, from its parameter list and its arguments (both
- * parenthesised): each calls `fn(args..., form)`, declared NC_FORM_INLINE (an out-of-line
- * adapter cost an 8-byte Bcast 0.005-0.01 us). */
+/* Entry points.  A collective's adapter `fn(args..., form)` serves every form of it: it
+ * runs the call and returns MPI_SUCCESS or an error code (raised), or returns NC_RUN_HOST.
+ * NC_CALL_FORMS(Name, IName, fn, params, args) defines MPI_<Name>, its nonblocking MPI_<IName>
+ * (MPI spells Ibarrier, not IBarrier) and its persistent init from the parameter list and the
+ * arguments (both parenthesised); each hands NC_RUN_HOST calls to the host's PMPI_ form of
+ * itself.  NC_COUNT_FORMS(Name, IName, fn, params_of, args) defines those and, where the host
+ * has them, the large-count forms MPI_<Name>_c, MPI_<IName>_c and MPI_<Name>_init_c, from one
+ * parameter list written as params_of(N, C, D): N a count, C an element of a count array, D
+ * of a displacement array; (int, int, int) for the classic forms, (MPI_Count, MPI_Count,
+ * MPI_Aint) for the _c forms.  The adapter takes counts as MPI_Count and arrays as
+ * `const void *` (read with nc_mpi_count_at / nc_mpi_displ_at and f->large). */
 #define NC_UNPAREN(...) __VA_ARGS__
-#define NC_CALL_FORMS(Name, IName, fn, params, args)                                                 \
-    __attribute__((visibility("default"))) int MPI_##Name(NC_UNPAREN params)                          \
-    {                                                                                                 \
-        return fn(NC_UNPAREN args, &nc_blocking_form);                                                \
-    }                                                                                                 \
-    __attribute__((visibility("default"))) int MPI_##IName(NC_UNPAREN params, MPI_Request *request)   \
-    {                                                                                                 \
-        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0});              \
-    }                                                                                                 \
-    NC_PERSISTENT_FORM(Name, fn, params, args)
+#define NC_FORMS_OF(Name, IName, sfx, large, fn, params, args)                                                       \
+    __attribute__((visibility("default"))) int MPI_##Name##sfx(NC_UNPAREN params)                                     \
+    {                                                                                                                 \
+        static const nc_call_form_args form = {NULL, 0, MPI_INFO_NULL, 1, large};                                     \
+        int err = fn(NC_UNPAREN args, &form);                                                                         \
+        return err != NC_RUN_HOST ? err : PMPI_##Name##sfx(NC_UNPAREN args);                                          \
+    }                                                                                                                 \
+    __attribute__((visibility("default"))) int MPI_##IName##sfx(NC_UNPAREN params, MPI_Request *request)              \
+    {                                                                                                                 \
+        int err = fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0, large});                    \
+        return err != NC_RUN_HOST ? err : PMPI_##IName##sfx(NC_UNPAREN args, request);                               \
+    }                                                                                                                 \
+    NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
 #ifdef NC_PERSISTENT_COLLECTIVES
-#define NC_PERSISTENT_FORM(Name, fn, params, args)                                                            \
-    __attribute__((visibility("default"))) int NC_INIT(Name)(NC_UNPAREN params, MPI_Info info, MPI_Request *request) \
-    {                                                                                                          \
-        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0});                                \
+#define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)                                                       \
+    __attribute__((visibility("default"))) int NC_INIT(Name, sfx)(NC_UNPAREN params, MPI_Info info,                   \
+                                                                  MPI_Request *request)                              \
+    {                                                                                                                 \
+        int err = fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0, large});                              \
+        return err != NC_RUN_HOST ? err : NC_HOST_INIT(Name, sfx)(NC_UNPAREN args, info, request);                    \
     }
 #else
-#define NC_PERSISTENT_FORM(Name, fn, params, args)
+#define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
 #endif
+#define NC_CALL_FORMS(Name, IName, fn, params, args) NC_FORMS_OF(Name, IName, , 0, fn, params, args)
+#define NC_COUNT_FORMS(Name, IName, fn, params_of, args)                                                             \
+    NC_FORMS_OF(Name, IName, , 0, fn, params_of(int, int, int), args)                                                 \
+    NC_LARGE_COUNT_FORMS(Name, IName, fn, params_of, args)
+/* MPI-4's large-count forms, where the host has them (MPICH 4; not Open MPI 4.1): found at
+ * build time.  Every _c function has the persistent form too (MPI-4 has both or neither). */
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+#define NC_LARGE_COUNT_FORMS(Name, IName, fn, params_of, args)                                                       \
+    NC_FORMS_OF(Name, IName, _c, 1, fn, params_of(MPI_Count, MPI_Count, MPI_Aint), args)
+#else
+#define NC_LARGE_COUNT_FORMS(Name, IName, fn, params_of, args)
+#endif
+/* The adapter's view of the same parameters (NC_EXPAND: expanded once more, after params_of). */
+#define NC_EXPAND(...) __VA_ARGS__
+#define NC_ADAPTER_PARAMS(params_of) NC_EXPAND(NC_UNPAREN params_of(MPI_Count, void, void))
 
 /* A collective's adapter: what runs at each start (before the operation is queued: pack
  * what is sent) and at each completion (deliver: unpack; returns an MPI error code or 0),

@@ -398,7 +398,8 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
  * ensure (with_layout_copies).  NULL for any other type. */
 static const nc_dtype *layout_within_extent(MPI_Datatype type, const nc_config *cfg)
 {
-    int size, dense;
+    MPI_Count size;
+    int dense;
     if (nc_datatype_describe(type, &size, &dense) || !cfg->dtype_engine) return NULL;
     const nc_dtype *t = nc_mpi_dtype_unprobed(type); /* (a probed description depends on a local limit) */
     if (!t || t->extent <= 0 || t->true_lb < 0 || t->true_ub > t->extent || !t->size) return NULL;
@@ -489,12 +490,13 @@ void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, s
 /* ---- the entry points: one adapter per collective serves every call form -------------- */
 
 /* What enter_reduction decided. */
-enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
+enum { RUN_NODECOLL = 0 }; /* (or NC_RUN_HOST, else: an error, already raised) */
 
 /* The length a rank compares under NODECOLL_CHECK. */
 static uint64_t signature_bytes(const nc_mpi_comm *s, MPI_Datatype type, size_t count, int args_ok)
 {
-    int size, dense;
+    MPI_Count size;
+    int dense;
     if (!s->coll.cfg.check) return 0; /* (the record's length is read by the check alone) */
     if (!args_ok || nc_datatype_describe(type, &size, &dense)) return NC_CALL_ANY_BYTES;
     return (uint64_t)count * (uint64_t)size;
@@ -535,7 +537,7 @@ NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reductio
     if (err) return err;
     if (host == NC_ALG_COUNT) return RUN_NODECOLL;
     nc_mpi_fallback(judged->coll, host);
-    return RUN_HOST;
+    return NC_RUN_HOST;
 }
 
 /* A user op on a type with gaps (rc.gaps): the algorithms run on copies in the type's
@@ -619,7 +621,7 @@ static void set_operands(nc_mpi_reduce_call *b, const void *in, void *out, size_
     b->out_count = out_count;
 }
 
-/* Runs the reduction (blocking) or issues its request r: RUN_HOST when the host must serve
+/* Runs the reduction (blocking) or issues its request r: NC_RUN_HOST when the host must serve
  * the call, else an MPI error code (raised). */
 NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
                              const reduction_call *judged, const nc_call_form_args *f)
@@ -646,22 +648,18 @@ NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, n
 }
 
 /* A buffer that must hold data does (the host reports a missing one its own way). */
-static int buffer_ok(const void *buf, long long count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
+static int buffer_ok(const void *buf, MPI_Count count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
 
-static int host_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                       MPI_Comm comm, const nc_call_form_args *f)
-{
-    return NC_HOST_FORM(f, Reduce, Ireduce, sendbuf, recvbuf, count, type, op, root, comm);
-}
-
-NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                               MPI_Comm comm, const nc_call_form_args *f)
+/* Every adapter below takes its count as an MPI_Count (the _c forms' type; the int forms'
+ * is widened) and returns NC_RUN_HOST when the host must serve the call. */
+NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                               int root, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
-    if (!s) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    if (!f->blocking && !r) return NC_RUN_HOST;
     int is_root = s->coll.rank == root;
     const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = root >= 0 && root < s->coll.size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
@@ -669,111 +667,102 @@ NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MP
     /* (recvbuf matters at the root only) */
     set_operands(b, in, is_root ? recvbuf : NULL, (size_t)count, (size_t)count);
     reduction_call judged = {NC_COLL_REDUCE, root, ok, type, op};
-    int err = reduction(s, comm, r, b, &judged, f);
-    return err != RUN_HOST ? err : host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_CALL_FORMS(Reduce, Ireduce, reduce_call,
-              (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm),
-              (sendbuf, recvbuf, count, type, op, root, comm))
+#define NC_REDUCE_PARAMS(N, C, D) \
+    (const void *sendbuf, void *recvbuf, N count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
+NC_COUNT_FORMS(Reduce, Ireduce, reduce_call, NC_REDUCE_PARAMS, (sendbuf, recvbuf, count, type, op, root, comm))
 
 /* Allreduce, Reduce_scatter_block, Scan and Exscan take the same arguments; `count` is
  * Reduce_scatter_block's recvcount. */
-#define NC_VECTOR_PARAMS \
-    (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+#define NC_VECTOR_PARAMS(N, C, D) \
+    (const void *sendbuf, void *recvbuf, N count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 #define NC_VECTOR_ARGS (sendbuf, recvbuf, count, type, op, comm)
 
-static int host_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                          MPI_Comm comm, const nc_call_form_args *f)
-{
-    return NC_HOST_FORM(f, Allreduce, Iallreduce, sendbuf, recvbuf, count, type, op, comm);
-}
-
-NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                   MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
-    if (!s) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    if (!f->blocking && !r) return NC_RUN_HOST;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
     set_operands(b, in, recvbuf, (size_t)count, (size_t)count);
     reduction_call judged = {NC_COLL_ALLREDUCE, -1, ok, type, op};
-    int err = reduction(s, comm, r, b, &judged, f);
-    return err != RUN_HOST ? err : host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_CALL_FORMS(Allreduce, Iallreduce, allreduce_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Allreduce, Iallreduce, allreduce_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
-/* Fills n[] (elements per rank: `count` each for the block form) and *total; 0 if a count is
- * invalid or a buffer missing (in place, recvbuf holds the whole input). */
-static int reduce_scatter_counts(int block, const int *counts, int count, int size, int rank, const void *sendbuf,
-                                 const void *recvbuf, size_t *n, size_t *total)
+/* Fills n[] (elements per rank: `count` each for the block form, else `counts`: int, or
+ * MPI_Count in the large-count form) and *total; 0 if a count is invalid or a buffer missing
+ * (in place, recvbuf holds the whole input). */
+static int reduce_scatter_counts(int block, const void *counts, int wide, MPI_Count count, int size, int rank,
+                                 const void *sendbuf, const void *recvbuf, size_t *n, size_t *total)
 {
     *total = 0;
     if (!block && !counts) return 0;
     for (int q = 0; q < size; q++) {
-        int c = block ? count : counts[q];
+        MPI_Count c = block ? count : nc_mpi_count_at(counts, wide, q);
         if (c < 0) return 0;
         *total += n[q] = (size_t)c;
     }
-    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, (long long)*total);
-    return buffer_ok(sendbuf, (long long)*total) && buffer_ok(recvbuf, (long long)n[rank]);
+    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, (MPI_Count)*total);
+    return buffer_ok(sendbuf, (MPI_Count)*total) && buffer_ok(recvbuf, (MPI_Count)n[rank]);
 }
 
 /* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL).  The
  * counts array is the communicator's for a blocking call, the request's own otherwise. */
-NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
-                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const void *counts,
+                                  MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                  const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
-    if (!s) return RUN_HOST;
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return RUN_HOST;
+    if (!f->blocking && !r) return NC_RUN_HOST;
     b->counts = r ? nc_alloc_or_die(sizeof(size_t) * (size_t)s->coll.size) : nc_mpi_counts(s);
     size_t total;
-    int ok = reduce_scatter_counts(coll == NC_COLL_REDUCE_SCATTER_BLOCK, counts, count, s->coll.size, s->coll.rank,
-                                   sendbuf, recvbuf, b->counts, &total);
+    int ok = reduce_scatter_counts(coll == NC_COLL_REDUCE_SCATTER_BLOCK, counts, f->large, count, s->coll.size,
+                                   s->coll.rank, sendbuf, recvbuf, b->counts, &total);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     set_operands(b, in, recvbuf, total, ok ? b->counts[s->coll.rank] : 0);
     reduction_call judged = {coll, -1, ok, type, op};
     return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
+NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const void *recvcounts, MPI_Datatype type,
                                        MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
-    if (err != RUN_HOST) return err;
-    return NC_HOST_FORM(f, Reduce_scatter, Ireduce_scatter, sendbuf, recvbuf, recvcounts, type, op, comm);
+    return reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call,
-              (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-              (sendbuf, recvbuf, recvcounts, type, op, comm))
+#define NC_REDUCE_SCATTER_PARAMS(N, C, D) \
+    (const void *sendbuf, void *recvbuf, const C *recvcounts, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+NC_COUNT_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call, NC_REDUCE_SCATTER_PARAMS,
+               (sendbuf, recvbuf, recvcounts, type, op, comm))
 
-NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                                              MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
-    if (err != RUN_HOST) return err;
-    return NC_HOST_FORM(f, Reduce_scatter_block, Ireduce_scatter_block, sendbuf, recvbuf, count, type, op, comm);
+    return reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_call, NC_VECTOR_PARAMS,
-              NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_call, NC_VECTOR_PARAMS,
+               NC_VECTOR_ARGS)
 
-NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                        MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                        MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
-    if (!s) return RUN_HOST;
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return RUN_HOST;
+    if (!f->blocking && !r) return NC_RUN_HOST;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     /* Exscan leaves rank 0's recvbuf alone: it need not be there. */
     int receives = coll != NC_COLL_EXSCAN || s->coll.rank != 0;
@@ -783,20 +772,18 @@ NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int
     return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                             const nc_call_form_args *f)
+NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
-    return err != RUN_HOST ? err : NC_HOST_FORM(f, Scan, Iscan, sendbuf, recvbuf, count, type, op, comm);
+    return scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
-NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
-    return err != RUN_HOST ? err : NC_HOST_FORM(f, Exscan, Iexscan, sendbuf, recvbuf, count, type, op, comm);
+    return scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Exscan, Iexscan, exscan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Exscan, Iexscan, exscan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)

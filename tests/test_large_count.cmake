@@ -1,0 +1,13 @@
+# MPI-4's large-count forms (issue 17, part 2), where the host has them (MPICH 4; not Open MPI
+# 4.1): every MPI_<Coll>_c, MPI_I<coll>_c and MPI_<Coll>_init_c against the host's PMPI_<Coll>_c,
+# one to three emulated nodes (block and cyclic), 1 to 4 ranks.  The argument is the number of
+# rounds per collective and form.  Oversubscribed MPICH takes ~8 ms per host step, so np >= 3
+# runs one round.
+if(NODECOLL_HAVE_MPI_LARGE_COUNT)
+  nodecoll_mpi_test(NAME test_large_count SOURCES test_large_count.c NP 1 2
+    ENVS "default:" "nodes2:NODECOLL_RANKS_PER_NODE=1" ARGS 3 LABELS quick)
+  nodecoll_mpi_test(NAME test_large_count SOURCES test_large_count.c NP 3 4
+    ENVS "nodes2:NODECOLL_RANKS_PER_NODE=2" "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+    ARGS 1 LABELS quick)
+  nodecoll_mpi_test(NAME test_large_count SOURCES test_large_count.c NP 3 ARGS 1 LABELS quick)
+endif()
