@@ -11,3 +11,9 @@ if(NODECOLL_HAVE_MPI_LARGE_COUNT)
     ARGS 1 LABELS quick)
   nodecoll_mpi_test(NAME test_large_count SOURCES test_large_count.c NP 3 ARGS 1 LABELS quick)
 endif()
+# Where int cannot go, at 2 ranks: a Bcast and an in-place Allreduce of 2^31 + 4099 bytes
+# (~2.3 GiB per rank, skipped when MemAvailable is short), v-forms with displacements past
+# INT_MAX and UINT_MAX, a datatype of 2 GiB extent.  Its own name and label (`huge`).
+if(NODECOLL_HAVE_MPI_LARGE_COUNT)
+  nodecoll_mpi_test(NAME test_large_count_huge SOURCES test_large_count_huge.c NP 2 LABELS huge TIMEOUT 600)
+endif()
