@@ -7,13 +7,14 @@
  * Drawn per case, alike on every rank: counts (zero, small, past the move slot), roots,
  * MPI_IN_PLACE where MPI allows it, element types (MPI_INT and a resized int with gaps, both
  * one int of signature, mixed between send and receive side and per Alltoallw block; the
- * reductions' int, long, double and unsigned with a predefined op, or a user op), v-forms'
- * blocks in a random order with gaps.  Arguments that are not significant at a rank hold
+ * reductions' int, long, double and unsigned with a predefined op, or a user op made by
+ * MPI_Op_create or MPI_Op_create_c), v-forms' blocks in a random order with gaps.  Arguments that are not significant at a rank hold
  * garbage in nodecoll's run (NULL arrays and buffers off the root, -1 counts).  Where
  * nodecoll serves the communicator (more than one rank) the counters must show that it
  * served every call: none went to the host.
  *
- * Argument: rounds per collective (default 3).  Only where the host has the _c forms. */
+ * Argument: rounds per collective and form (default 3).  Only where the host has the _c
+ * forms. */
 #include "common.h"
 
 #if MPI_VERSION >= 4
@@ -38,12 +39,20 @@ static const char *form_names[NFORMS] = {"host", "blocking", "nonblocking", "per
 /* ---- element types --------------------------------------------------------------------------- */
 
 static MPI_Datatype gappy; /* one int every 8 bytes */
-static MPI_Op user_sum_op;
+static MPI_Op user_sum_op, user_max_c_op;
 
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((const int *)in)[i];
+}
+
+/* MPI_Op_create_c's kind of function: its count is an MPI_Count. */
+static void user_max_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *type)
+{
+    (void)type;
+    for (MPI_Count i = 0; i < *len; i++)
+        if (((const long *)in)[i] > ((long *)inout)[i]) ((long *)inout)[i] = ((const long *)in)[i];
 }
 
 /* The reductions' types and ops. */
@@ -53,7 +62,7 @@ typedef struct kind {
     MPI_Op op;
     size_t size;
 } kind;
-enum { NKINDS = 5 };
+enum { NKINDS = 6 };
 static kind kinds[NKINDS];
 
 static MPI_Aint extent_of(MPI_Datatype t)
@@ -347,11 +356,13 @@ int main(int argc, char **argv)
     MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &gappy);
     MPI_Type_commit(&gappy);
     MPI_Op_create(user_sum, 1, &user_sum_op);
+    MPI_Op_create_c(user_max_c, 1, &user_max_c_op);
     kind all[NKINDS] = {{"int sum", MPI_INT, MPI_SUM, sizeof(int)},
                         {"long min", MPI_LONG, MPI_MIN, sizeof(long)},
                         {"double max", MPI_DOUBLE, MPI_MAX, sizeof(double)},
                         {"unsigned band", MPI_UNSIGNED, MPI_BAND, sizeof(unsigned)},
-                        {"int user sum", MPI_INT, user_sum_op, sizeof(int)}};
+                        {"int user sum", MPI_INT, user_sum_op, sizeof(int)},
+                        {"long user max (MPI_Op_create_c)", MPI_LONG, user_max_c_op, sizeof(long)}};
     memcpy(kinds, all, sizeof all);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -379,6 +390,7 @@ int main(int argc, char **argv)
         }
     MPI_Comm_free(&dup);
     MPI_Op_free(&user_sum_op);
+    MPI_Op_free(&user_max_c_op);
     MPI_Type_free(&gappy);
     return t_finish("test_large_count");
 }

@@ -85,8 +85,11 @@ void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm);
 /* A user op made through a Fortran binding (src/mpi/fortran.c) whose function takes the
  * Fortran handle of its datatype: the binding's way of making another such op. */
 typedef int nc_mpi_op_maker(MPI_User_function *fn, int commute, MPI_Op *op);
+/* A user function of MPI-4's MPI_Op_create_c: its count is an MPI_Count. */
+typedef void nc_user_function_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *type);
 typedef struct nc_user_call {
-    MPI_User_function *fn;
+    MPI_User_function *fn;     /* MPI_Op_create's, or NULL: */
+    nc_user_function_c *fn_c;  /* MPI_Op_create_c's */
     MPI_Datatype type;
     size_t extent;
     nc_mpi_op_maker *fortran; /* NULL: a C function */

@@ -285,10 +285,12 @@ static MPI_Op bridge_op(nc_op_id id, MPI_Op predefined)
     return bridge_ops[id] != MPI_OP_NULL ? bridge_ops[id] : predefined;
 }
 
-/* User-defined ops, recorded by MPI_Op_create (MPI has no query for an op's function). */
+/* User-defined ops, recorded by MPI_Op_create and MPI_Op_create_c (MPI has no query for an
+ * op's function). */
 typedef struct user_op {
     MPI_Op op;
-    MPI_User_function *fn;
+    MPI_User_function *fn;    /* MPI_Op_create's, or NULL: */
+    nc_user_function_c *fn_c; /* MPI_Op_create_c's (counts in MPI_Count) */
     int commutative;
     nc_mpi_op_maker *fortran;
     struct user_op *next;
@@ -327,15 +329,21 @@ static int find_user_op(MPI_Op op, user_op *out)
     return found;
 }
 
-void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran)
+/* Links a record of a user op (a copy of `record`). */
+static void record_user_op(user_op record)
 {
     user_op *u = nc_alloc_or_die(sizeof *u); /* an op unrecorded on one rank would send it to the host alone */
-    *u = (user_op){op, fn, commute, fortran, NULL};
+    *u = record;
     pthread_mutex_lock(&user_ops_lock);
     u->next = user_ops;
     user_ops = u;
     user_ops_changed();
     pthread_mutex_unlock(&user_ops_lock);
+}
+
+void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran)
+{
+    record_user_op((user_op){.op = op, .fn = fn, .commutative = commute, .fortran = fortran});
 }
 
 NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
@@ -344,6 +352,15 @@ NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
     if (err == MPI_SUCCESS) nc_mpi_record_user_op(*op, fn, commute, NULL);
     return err;
 }
+
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+NC_EXPORT int MPI_Op_create_c(MPI_User_function_c *fn, int commute, MPI_Op *op)
+{
+    int err = PMPI_Op_create_c(fn, commute, op);
+    if (err == MPI_SUCCESS) record_user_op((user_op){.op = *op, .fn_c = fn, .commutative = commute});
+    return err;
+}
+#endif
 
 NC_EXPORT int MPI_Op_free(MPI_Op *op)
 {
@@ -363,14 +380,20 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
     return err;
 }
 
-/* A user function takes an int count: longer runs are cut.  A Fortran one takes the
- * datatype's Fortran handle (and an INTEGER count: MPI_Fint is an int, fortran.c). */
+/* MPI_Op_create's user function takes an int count: longer runs are cut.  A Fortran one
+ * takes the datatype's Fortran handle (and an INTEGER count: MPI_Fint is an int, fortran.c);
+ * MPI_Op_create_c's an MPI_Count: one call. */
 typedef void fortran_user_function(void *in, void *inout, MPI_Fint *len, MPI_Fint *type);
 
 static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 {
     nc_user_call *u = ctx;
     size_t extent = u->extent;
+    if (u->fn_c) {
+        MPI_Count n = (MPI_Count)count;
+        u->fn_c((void *)(uintptr_t)in, inout, &n, &u->type);
+        return;
+    }
     MPI_Fint ftype = u->fortran ? PMPI_Type_c2f(u->type) : 0;
     for (size_t done = 0; done < count;) {
         int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
@@ -387,7 +410,7 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     user_op u;
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
     rc->host = (nc_host_op){op, type};
-    rc->user = (nc_user_call){u.fn, type, extent, u.fortran};
+    rc->user = (nc_user_call){.fn = u.fn, .fn_c = u.fn_c, .type = type, .extent = extent, .fortran = u.fortran};
     rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host};
     return 0;
 }
@@ -575,8 +598,16 @@ static void copy_out(const nc_mpi_reduce_call *b, int err)
 static void hold_user_op(nc_mpi_reduce_call *b)
 {
     if (b->rc.red.fn != call_user_op) return;
-    nc_mpi_op_maker *make = b->rc.user.fortran ? b->rc.user.fortran : PMPI_Op_create;
-    if (make(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
+    int commute = b->rc.red.commutative, err;
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+    if (b->rc.user.fn_c) err = PMPI_Op_create_c((MPI_User_function_c *)b->rc.user.fn_c, commute, &b->held_op);
+    else
+#endif
+    {
+        nc_mpi_op_maker *make = b->rc.user.fortran ? b->rc.user.fortran : PMPI_Op_create;
+        err = make(b->rc.user.fn, commute, &b->held_op);
+    }
+    if (err == MPI_SUCCESS) b->rc.host.op = b->held_op;
     else b->held_op = MPI_OP_NULL;
 }
 
