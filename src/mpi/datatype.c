@@ -130,21 +130,19 @@ static MPI_Datatype moved_down_a_byte(MPI_Datatype type)
  * bytes (NC_PACK_MAX). */
 #ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
 #define NC_PACK_MAX ((size_t)PTRDIFF_MAX)
-static int host_pack(char *packed, size_t bytes, void *user, size_t n, MPI_Datatype type, MPI_Comm comm, int unpack)
-{
-    MPI_Count position = 0;
-    return unpack ? PMPI_Unpack_c(packed, (MPI_Count)bytes, &position, user, (MPI_Count)n, type, comm)
-                  : PMPI_Pack_c(user, (MPI_Count)n, type, packed, (MPI_Count)bytes, &position, comm);
-}
+#define NC_HOST_PACK(Name) PMPI_##Name##_c
+typedef MPI_Count nc_pack_count;
 #else
 #define NC_PACK_MAX ((size_t)INT_MAX)
+#define NC_HOST_PACK(Name) PMPI_##Name
+typedef int nc_pack_count;
+#endif
 static int host_pack(char *packed, size_t bytes, void *user, size_t n, MPI_Datatype type, MPI_Comm comm, int unpack)
 {
-    int position = 0;
-    return unpack ? PMPI_Unpack(packed, (int)bytes, &position, user, (int)n, type, comm)
-                  : PMPI_Pack(user, (int)n, type, packed, (int)bytes, &position, comm);
+    nc_pack_count position = 0, size = (nc_pack_count)bytes, count = (nc_pack_count)n;
+    return unpack ? NC_HOST_PACK(Unpack)(packed, size, &position, user, count, type, comm)
+                  : NC_HOST_PACK(Pack)(user, count, type, packed, size, &position, comm);
 }
-#endif
 
 /* Moves the data in pieces of whole elements within what the host's MPI_Pack counts, so a
  * message of any size stays on the same path on every rank. */
