@@ -8,10 +8,13 @@
  * MPI_IN_PLACE where MPI allows it, element types (MPI_INT and a resized int with gaps, both
  * one int of signature, mixed between send and receive side and per Alltoallw block; the
  * reductions' int, long, double and unsigned with a predefined op, or a user op made by
- * MPI_Op_create or MPI_Op_create_c), v-forms' blocks in a random order with gaps.  Arguments that are not significant at a rank hold
- * garbage in nodecoll's run (NULL arrays and buffers off the root, -1 counts).  Where
+ * MPI_Op_create or MPI_Op_create_c), v-forms' blocks in a random order with gaps.  Arguments
+ * that are not significant at a rank hold garbage in nodecoll's run (NULL arrays and buffers
+ * off the root, -1 counts).  Where
  * nodecoll serves the communicator (more than one rank) the counters must show that it
- * served every call: none went to the host.
+ * served every call: none went to the host.  Then what nodecoll leaves to the host (invalid
+ * arguments, an element larger than a pipeline segment) must reach PMPI_<Coll>_c, give the
+ * host's error class or result, and be counted as the int forms' are.
  *
  * Argument: rounds per collective and form (default 3).  Only where the host has the _c
  * forms. */
@@ -30,7 +33,10 @@ static const char *coll_names[NCOLLS] = {
     "bcast",  "reduce",  "allreduce", "reduce_scatter", "reduce_scatter_block", "scan",     "exscan",    "gather",
     "gatherv", "scatter", "scatterv", "allgather",      "allgatherv",           "alltoall", "alltoallv", "alltoallw"};
 static int is_reduction(int coll) { return coll >= REDUCE && coll <= EXSCAN; }
-static int is_vector(int coll) { return coll == GATHERV || coll == SCATTERV || coll == ALLGATHERV || coll >= ALLTOALLV; }
+static int is_vector(int coll)
+{
+    return coll == GATHERV || coll == SCATTERV || coll == ALLGATHERV || coll >= ALLTOALLV;
+}
 static int is_gather(int coll) { return coll == GATHER || coll == GATHERV; }
 static int is_scatter(int coll) { return coll == SCATTER || coll == SCATTERV; }
 static int is_rooted(int coll) { return coll <= REDUCE || is_gather(coll) || is_scatter(coll); }
@@ -253,9 +259,9 @@ static int post(tcase *c, int form, char *rbuf)
     if (c->coll == GATHERV && !root && spoil) rdispls = NULL;
     if (c->coll == SCATTERV && !root && spoil) sdispls = NULL;
     /* (MPICH 4.0.2's own Iexscan_c, which serves one rank, refuses a null recvbuf at rank 0) */
-    void *rred = spoil && ((c->coll == REDUCE && !root) || (c->coll == EXSCAN && c->rank == 0 && !c->in_place && c->size > 1))
-                     ? NULL
-                     : rbuf;
+    int insignificant =
+        (c->coll == REDUCE && !root) || (c->coll == EXSCAN && c->rank == 0 && !c->in_place && c->size > 1);
+    void *rred = spoil && insignificant ? NULL : rbuf;
     MPI_Datatype type = kinds[c->kind].type;
     MPI_Op op = kinds[c->kind].op;
     MPI_Request *req = &c->req;
@@ -341,6 +347,67 @@ static void run(int coll, int form, int root, MPI_Comm comm, uint64_t *rng, uint
     free(c.oracle_in);
 }
 
+/* ---- what the host serves -------------------------------------------------------------------- */
+
+/* inout += in, element by element, whatever the (contiguous int) type's length. */
+static void user_sum_ints(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    int size;
+    MPI_Type_size(*type, &size);
+    for (long i = 0; i < (long)*len * size / (long)sizeof(int); i++) ((int *)inout)[i] += ((const int *)in)[i];
+}
+
+static void same_class(const char *what, int mine, int host)
+{
+    int mine_class = -1, host_class = -2;
+    MPI_Error_class(mine, &mine_class);
+    MPI_Error_class(host, &host_class);
+    T_CHECK(mine != MPI_SUCCESS && mine_class == host_class, "%s: error class %d, the host's %d", what, mine_class,
+            host_class);
+}
+
+/* Calls nodecoll leaves to the host go to its PMPI_<Coll>_c and are counted as the int forms'
+ * are: invalid arguments on every rank (the host's error class comes back), and an element
+ * larger than a pipeline segment (64 KiB; its user op is run by the host). */
+static void host_served(MPI_Comm comm)
+{
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int x[8] = {0}, y[8] = {0};
+    const MPI_Count counts[MAXP] = {0};
+    const MPI_Aint displs[MAXP] = {0};
+    same_class("MPI_Bcast_c, count -1", MPI_Bcast_c(x, -1, MPI_INT, 0, comm), PMPI_Bcast_c(x, -1, MPI_INT, 0, comm));
+    /* (MPICH 4.0.2's own MPI_Allreduce_c with count -1 smashes its stack: an op it refuses) */
+    same_class("MPI_Allreduce_c, MPI_OP_NULL", MPI_Allreduce_c(x, y, 1, MPI_INT, MPI_OP_NULL, comm),
+               PMPI_Allreduce_c(x, y, 1, MPI_INT, MPI_OP_NULL, comm));
+    same_class("MPI_Gatherv_c, send count -1", MPI_Gatherv_c(x, -1, MPI_INT, y, counts, displs, MPI_INT, 0, comm),
+               PMPI_Gatherv_c(x, -1, MPI_INT, y, counts, displs, MPI_INT, 0, comm));
+    enum { INTS = 16384, N = 2 };
+    MPI_Datatype block;
+    MPI_Op op;
+    MPI_Type_contiguous(INTS, MPI_INT, &block);
+    MPI_Type_commit(&block);
+    MPI_Op_create(user_sum_ints, 1, &op);
+    size_t bytes = sizeof(int) * INTS * N;
+    int *in = malloc(bytes), *got = malloc(bytes), *want = malloc(bytes);
+    for (int i = 0; i < INTS * N; i++) in[i] = i % 1000 + t_rank;
+    int err = MPI_Allreduce_c(in, got, N, block, op, comm);
+    PMPI_Allreduce_c(in, want, N, block, op, comm);
+    T_CHECK(err == MPI_SUCCESS && !memcmp(got, want, bytes),
+            "MPI_Allreduce_c of 64 KiB elements: %d, or not the host's result", err);
+    free(in), free(got), free(want);
+    MPI_Op_free(&op);
+    MPI_Type_free(&block);
+    if (t_size == 1) return; /* (a one-rank communicator is the host's: counted as such) */
+    /* (an op nodecoll does not know is the host's to judge, counted as one of a type it cannot run) */
+    static const char *const names[] = {"bcast", "gatherv", "allreduce"}, *const why[] = {"pmpi:args", "pmpi:args",
+                                                                                          "pmpi:type"};
+    for (int i = 0; i < 3; i++) {
+        uint64_t n = nodecoll_stat_calls(names[i], why[i]);
+        T_CHECK(n == (i < 2 ? 1u : 2u), "%s_c left to the host: %llu counted %s", names[i], (unsigned long long)n,
+                why[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -377,6 +444,7 @@ int main(int argc, char **argv)
         T_CHECK(host == 0, "%s_c: %llu calls went to the host", coll_names[i], (unsigned long long)host);
         T_CHECK(nodecoll_stat_calls(coll_names[i], "*") > 0, "%s_c: nodecoll served none", coll_names[i]);
     }
+    host_served(dup);
     MPI_Comm_free(&dup);
     MPI_Op_free(&user_sum_op);
     MPI_Op_free(&user_max_c_op);
