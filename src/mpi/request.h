@@ -23,14 +23,17 @@
  * (mpi-ext.h); found at build time. */
 #if defined(NODECOLL_HAVE_MPI_PERSISTENT)
 #define NC_PERSISTENT_COLLECTIVES 1
-#define NC_INIT(coll, sfx) MPI_##coll##_init##sfx
-#define NC_HOST_INIT(coll, sfx) PMPI_##coll##_init##sfx
+#define NC_INIT_OF(coll, sfx) MPI_##coll##_init##sfx
+#define NC_HOST_INIT_OF(coll, sfx) PMPI_##coll##_init##sfx
 #elif defined(NODECOLL_HAVE_MPIX_PERSISTENT)
 #include <mpi-ext.h>
 #define NC_PERSISTENT_COLLECTIVES 1
-#define NC_INIT(coll, sfx) MPIX_##coll##_init##sfx
-#define NC_HOST_INIT(coll, sfx) PMPIX_##coll##_init##sfx
+#define NC_INIT_OF(coll, sfx) MPIX_##coll##_init##sfx
+#define NC_HOST_INIT_OF(coll, sfx) PMPIX_##coll##_init##sfx
 #endif
+/* (sfx: empty, or _c for MPI-4's large-count form) */
+#define NC_INIT(coll) NC_INIT_OF(coll, )
+#define NC_HOST_INIT(coll) NC_HOST_INIT_OF(coll, )
 
 typedef struct nc_mpi_request nc_mpi_request;
 
@@ -96,11 +99,11 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
     NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
 #ifdef NC_PERSISTENT_COLLECTIVES
 #define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)                                                       \
-    __attribute__((visibility("default"))) int NC_INIT(Name, sfx)(NC_UNPAREN params, MPI_Info info,                   \
+    __attribute__((visibility("default"))) int NC_INIT_OF(Name, sfx)(NC_UNPAREN params, MPI_Info info,                \
                                                                   MPI_Request *request)                              \
     {                                                                                                                 \
         int err = fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0, large});                              \
-        return err != NC_RUN_HOST ? err : NC_HOST_INIT(Name, sfx)(NC_UNPAREN args, info, request);                    \
+        return err != NC_RUN_HOST ? err : NC_HOST_INIT_OF(Name, sfx)(NC_UNPAREN args, info, request);                 \
     }
 #else
 #define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
