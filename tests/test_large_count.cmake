@@ -17,3 +17,16 @@ endif()
 if(NODECOLL_HAVE_MPI_LARGE_COUNT)
   nodecoll_mpi_test(NAME test_large_count_huge SOURCES test_large_count_huge.c NP 2 LABELS huge TIMEOUT 600)
 endif()
+# Fortran: MPICH's mpi_f08 binding hands INTEGER(KIND=MPI_COUNT_KIND) counts to the C _c
+# functions, which nodecoll serves (preloaded, as a Fortran program meets it).  Where the
+# Fortran tests are built (test_fortran.cmake, included before this file).
+if(NODECOLL_HAVE_MPI_LARGE_COUNT AND TARGET test_fortran_f08)
+  add_executable(test_large_count_f08 test_large_count_f08.F90)
+  target_link_libraries(test_large_count_f08 PRIVATE MPI::MPI_Fortran ${CMAKE_DL_LIBS})
+  set_target_properties(test_large_count_f08 PROPERTIES Fortran_PREPROCESS ON
+                        Fortran_MODULE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/test_large_count_f08.mod
+                        COMPILE_OPTIONS "")
+  nodecoll_mpi_test(NAME test_large_count_f08 NP 1 2 ENVS "default:" PRELOAD LABELS fortran TIMEOUT 120)
+  nodecoll_mpi_test(NAME test_large_count_f08 NP 3
+    ENVS "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic" PRELOAD LABELS fortran TIMEOUT 120)
+endif()
