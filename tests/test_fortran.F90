@@ -64,22 +64,7 @@ module nc_ftest
   integer :: pair_op_bad_type = 0
 
   ! nodecoll's counters, looked up in the preloaded library
-  abstract interface
-    function stat_calls_fn(coll, alg) bind(C)
-      import :: c_char, c_int64_t
-      character(kind=c_char), dimension(*), intent(in) :: coll, alg
-      integer(c_int64_t) :: stat_calls_fn
-    end function
-  end interface
-  interface
-    function dlsym(handle, name) bind(C, name='dlsym')
-      import :: c_ptr, c_funptr, c_char
-      type(c_ptr), value :: handle
-      character(kind=c_char), dimension(*), intent(in) :: name
-      type(c_funptr) :: dlsym
-    end function
-  end interface
-  procedure(stat_calls_fn), pointer :: stat_calls => null()
+#include "nodecoll_counters.inc"
   character(len=20), parameter :: colls(17) = [character(len=20) :: 'barrier', 'bcast', 'gather', 'gatherv', &
     'scatter', 'scatterv', 'allgather', 'allgatherv', 'alltoall', 'alltoallv', 'alltoallw', 'reduce', &
     'allreduce', 'reduce_scatter', 'reduce_scatter_block', 'scan', 'exscan']

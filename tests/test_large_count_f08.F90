@@ -8,32 +8,17 @@ program test_large_count_f08
   use mpi_f08
   use iso_c_binding
   implicit none
-  abstract interface
-    function stat_calls_fn(coll, alg) bind(C)
-      import :: c_char, c_int64_t
-      character(kind=c_char), dimension(*), intent(in) :: coll, alg
-      integer(c_int64_t) :: stat_calls_fn
-    end function
-  end interface
-  interface
-    function dlsym(handle, name) bind(C, name='dlsym')
-      import :: c_ptr, c_funptr, c_char
-      type(c_ptr), value :: handle
-      character(kind=c_char), dimension(*), intent(in) :: name
-      type(c_funptr) :: dlsym
-    end function
-  end interface
-  procedure(stat_calls_fn), pointer :: stat_calls => null()
+#include "nodecoll_counters.inc"
   character(len=12), parameter :: colls(5) = [character(len=12) :: 'bcast', 'allreduce', 'gatherv', &
                                                                    'allgatherv', 'alltoallv']
   integer, parameter :: n0 = 3000
-  integer(kind=MPI_COUNT_KIND) :: n, counts(0:15), scount
-  integer(kind=MPI_ADDRESS_KIND) :: displs(0:15)
+  integer(kind=MPI_COUNT_KIND) :: n, counts(0:15), rcounts(0:15), scount
+  integer(kind=MPI_ADDRESS_KIND) :: displs(0:15), rdispls(0:15)
   double precision, allocatable :: a(:), b(:)
   integer, allocatable :: s(:), r(:)
   type(MPI_Request) :: req
   type(c_funptr) :: fn
-  integer :: me, np, i, q, failures = 0, total, at
+  integer :: me, np, i, q, failures = 0, total
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, me)
@@ -65,12 +50,7 @@ program test_large_count_f08
   total = np * (np + 1) / 2 + np
   allocate(s(me + 1), r(total))
   s = [(1000 * me + i, i = 1, me + 1)]
-  at = 0
-  do q = np - 1, 0, -1
-    counts(q) = q + 1
-    displs(q) = at
-    at = at + q + 2
-  end do
+  call reverse_blocks(counts, displs)
   scount = me + 1
   r = -1
   call MPI_Gatherv(s, scount, MPI_INTEGER, r, counts, displs, MPI_INTEGER, 0, MPI_COMM_WORLD)
@@ -85,17 +65,8 @@ program test_large_count_f08
   counts(0:np - 1) = me + 1
   displs(0:np - 1) = [(q * (me + 1), q = 0, np - 1)]
   r = -1
-  block
-    integer(kind=MPI_COUNT_KIND) :: rcounts(0:15)
-    integer(kind=MPI_ADDRESS_KIND) :: rdispls(0:15)
-    at = 0
-    do q = np - 1, 0, -1
-      rcounts(q) = q + 1
-      rdispls(q) = at
-      at = at + q + 2
-    end do
-    call MPI_Alltoallv(s, counts, displs, MPI_INTEGER, r, rcounts, rdispls, MPI_INTEGER, MPI_COMM_WORLD)
-  end block
+  call reverse_blocks(rcounts, rdispls)
+  call MPI_Alltoallv(s, counts, displs, MPI_INTEGER, r, rcounts, rdispls, MPI_INTEGER, MPI_COMM_WORLD)
   call check(placed(r), 'MPI_Alltoallv')
 
   if (np > 1) then
@@ -119,7 +90,20 @@ program test_large_count_f08
 
 contains
 
-  ! Every rank's block where the reverse placement puts it, the gaps untouched.
+  ! Rank q's q + 1 elements, blocks in reverse rank order with a gap of one after each.
+  subroutine reverse_blocks(counts, displs)
+    integer(kind=MPI_COUNT_KIND), intent(out) :: counts(0:)
+    integer(kind=MPI_ADDRESS_KIND), intent(out) :: displs(0:)
+    integer :: q, at
+    at = 0
+    do q = np - 1, 0, -1
+      counts(q) = q + 1
+      displs(q) = at
+      at = at + q + 2
+    end do
+  end subroutine
+
+  ! Every rank's block where reverse_blocks puts it, the gaps untouched.
   logical function placed(got)
     integer, intent(in) :: got(:)
     integer :: q, i, at
