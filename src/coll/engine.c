@@ -48,6 +48,18 @@ static int sharing(void) { return atomic_load_explicit(&queues_shared, memory_or
 
 int nc_engine_queues_shared(void) { return sharing(); }
 
+int nc_engine_lock(pthread_mutex_t *m)
+{
+    int shared = sharing();
+    if (shared) pthread_mutex_lock(m);
+    return shared;
+}
+
+void nc_engine_unlock(pthread_mutex_t *m, int locked)
+{
+    if (locked) pthread_mutex_unlock(m);
+}
+
 static int count_add(_Atomic int *counter, int by, memory_order order)
 {
     if (sharing()) return atomic_fetch_add_explicit(counter, by, order);
@@ -116,11 +128,10 @@ static int progress_queue(nc_comm *c)
 
 static void list_pending(nc_comm *c)
 {
-    int shared = sharing();
-    if (shared) pthread_mutex_lock(&pending_lock);
+    int locked = nc_engine_lock(&pending_lock);
     c->next_pending = pending;
     pending = c;
-    if (shared) pthread_mutex_unlock(&pending_lock);
+    nc_engine_unlock(&pending_lock, locked);
 }
 
 /* Appends op to its communicator's queue (the communicator joins the pending list when its
@@ -297,15 +308,14 @@ void nc_op_wait(nc_op *op)
 /* Takes c off the pending list if it is there (its queue is empty). */
 static void unlist(nc_comm *c)
 {
-    int shared = sharing();
-    if (shared) pthread_mutex_lock(&pending_lock);
+    int locked = nc_engine_lock(&pending_lock);
     for (nc_comm **at = &pending; *at; at = &(*at)->next_pending)
         if (*at == c) {
             *at = c->next_pending;
             c->listed = 0;
             break;
         }
-    if (shared) pthread_mutex_unlock(&pending_lock);
+    nc_engine_unlock(&pending_lock, locked);
 }
 
 void nc_comm_drain_queue(nc_comm *c)
@@ -319,7 +329,9 @@ void nc_comm_drain_queue(nc_comm *c)
 
 void nc_op_prepare(nc_op *op, nc_comm *c, const nc_args *args, size_t bytes, int blocking)
 {
+    lock(c); /* (selecting and planning write what the queue's progress also writes) */
     nc_op_init(op, c, nc_registry_select(c, args, bytes), args, blocking);
+    unlock(c);
     op->bytes = bytes;
 }
 
@@ -332,6 +344,10 @@ void nc_op_count(const nc_op *op)
  * calls.) */
 int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
 {
+    /* First: the registry's kept choice and the node's tree cache, which selecting and
+     * planning write, are also written by whoever progresses this communicator's queued
+     * operations (TSan, test_engine.grouped). */
+    nc_comm_drain(c);
     nc_op op;
     op.c = c;
     op.alg = nc_registry_select(c, args, bytes);

@@ -19,6 +19,7 @@
 #ifndef NC_ENGINE_H
 #define NC_ENGINE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -209,6 +210,9 @@ void nc_engine_share_queues(void);
 /* Whether they are (a hand-over between the engine and the application may then be
  * concurrent). */
 int nc_engine_queues_shared(void);
+/* Locks m only where threads share the engine; the result goes to nc_engine_unlock. */
+int nc_engine_lock(pthread_mutex_t *m);
+void nc_engine_unlock(pthread_mutex_t *m, int locked);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 

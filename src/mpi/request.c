@@ -96,11 +96,10 @@ static void clear_request(nc_mpi_request *r)
 /* A cleared request object with a handle, or NULL. */
 static nc_mpi_request *take_request(void)
 {
-    int shared = nc_engine_queues_shared(); /* (else one thread at a time is here) */
-    if (shared) pthread_mutex_lock(&spares_lock);
+    int locked = nc_engine_lock(&spares_lock); /* (else one thread at a time is here) */
     nc_mpi_request *r = spares;
     if (r) spares = r->next_spare;
-    if (shared) pthread_mutex_unlock(&spares_lock);
+    nc_engine_unlock(&spares_lock, locked);
     if (r) {
         clear_request(r);
         return r;
@@ -117,11 +116,10 @@ static nc_mpi_request *take_request(void)
 
 static void give_back_request(nc_mpi_request *r)
 {
-    int shared = nc_engine_queues_shared();
-    if (shared) pthread_mutex_lock(&spares_lock);
+    int locked = nc_engine_lock(&spares_lock);
     r->next_spare = spares;
     spares = r;
-    if (shared) pthread_mutex_unlock(&spares_lock);
+    nc_engine_unlock(&spares_lock, locked);
 }
 
 /* Under MPI_THREAD_MULTIPLE other threads may start and progress operations: the engine's
