@@ -54,6 +54,14 @@ foreach(case "preload;2" "preload;3" "disabled;2" "install;2")
     ${preload_script} ${scenario} ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
     ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${np})
 endforeach()
+# Ranks confined to one core (a cpuset, a launcher's binding) wait by yielding at once.
+if(NODECOLL_MPI STREQUAL "openmpi")
+  set(NODECOLL_SCRIPT_EXTRA_ENV "MPIEXEC_PREFLAGS=--bind-to none")
+endif()
+nodecoll_script_test(test_preload.onecore.np2 2
+  ${preload_script} onecore ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
+  ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} 2)
+set(NODECOLL_SCRIPT_EXTRA_ENV "")
 
 # Type signatures that disagree (receivers holding half or twice what is sent): the hosts'
 # error class, nothing written past a buffer, every rank still in step.

@@ -142,7 +142,7 @@
     "Single-copy reads into a derived datatype used in place hand its runs straight to the kernel when the " \
     "next runs average at least this many bytes; shorter runs are read into a buffer and unpacked.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
-    "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
+    "Polls of a flag before yielding the core (-1: auto, 4000 when the machine's ranks fit the cores their CPU masks allow together, 0 when they outnumber them).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
     "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
   X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \

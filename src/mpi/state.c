@@ -102,8 +102,21 @@ static int all_agree(int ok, MPI_Comm comm)
     return all;
 }
 
+/* Cores the ranks of a machine may run on, together: the union of their CPU masks, so that
+ * a cpuset or a binding that puts ranks on fewer cores than are online counts as
+ * oversubscription (each rank's spinning would otherwise cost its partner a time slice).
+ * Never more than are online; all of them where a rank's system does not say. */
+static long usable_cores(MPI_Comm physical)
+{
+    uint64_t mask[NC_CPU_WORDS];
+    if (!nc_cpu_mask(mask)) memset(mask, 0xff, sizeof mask);
+    PMPI_Allreduce(MPI_IN_PLACE, mask, NC_CPU_WORDS, MPI_UINT64_T, MPI_BOR, physical);
+    long n = nc_cpu_count(mask), online = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && (online <= 0 || n < online) ? n : online;
+}
+
 /* node = ranks sharing memory, optionally cut into emulated nodes. */
-static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size)
+static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size, long *cores)
 {
     MPI_Comm physical;
     int rank, size;
@@ -111,6 +124,7 @@ static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size)
     PMPI_Comm_rank(physical, &rank);
     PMPI_Comm_size(physical, &size);
     *physical_size = size;
+    *cores = usable_cores(physical);
     int k = (int)s->coll.cfg.ranks_per_node;
     if (k <= 0 || k >= size) {
         s->node_comm = physical;
@@ -363,10 +377,10 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     if (c->size == 1) return NC_ALG_PMPI_SIZE1;
     PMPI_Comm_rank(comm, &c->rank);
     adopt_root_settings(c, comm);
-    split_node(s, comm, &physical_size);
+    long cores;
+    split_node(s, comm, &physical_size, &cores);
     keep_rules_for_node(s);
     build_bridge_and_tables(s, comm);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
     int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores, cores_per_rank);
     /* One node without shared memory would leave the others waiting in a different
@@ -374,7 +388,11 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
     /* A one-rank node reads from nobody: it never blocks single-copy collectives. */
     c->cma_everywhere = all_agree(c->node.size == 1 || c->node.cma, comm);
-    say(&c->cfg, 2, comm, c->node.cma ? "accelerated (single-copy available)" : "accelerated");
+    char what[160];
+    snprintf(what, sizeof what, "accelerated (%s%d ranks on %ld usable cores: waits %s)",
+             c->node.cma ? "single-copy available; " : "", physical_size, cores,
+             cores > 0 && physical_size > cores ? "yield at once" : "spin, then yield");
+    say(&c->cfg, 2, comm, what);
     return NC_ALG_COUNT;
 }
 

@@ -14,6 +14,7 @@
 #include "bench.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,17 @@
 #define PROBE_BATCH 50
 #define PROBE_BATCHES 10
 #define PROBE_CAP_S 0.5e-3
-#define RTT_STOP_POLLS 1024 /* polls of a waiting rank 0 between looks at the clock */
+/* The start-up measurement ends after RTT_CAP_S too: where the two ranks cannot run at the
+ * same time (a shared core, a virtual machine whose host runs one of its CPUs at a time)
+ * each round trip costs a time slice, and 64,000 of them took minutes. */
+#define RTT_CAP_S 0.5
+#define RTT_STOP_POLLS 1024 /* polls of a waiting rank between looks at the clock or the stop line */
+/* Polls before a waiting rank starts yielding its core: far beyond a round trip between
+ * two running cores (a few hundred), so a measured batch never yields. */
+#define SPIN_POLLS (1u << 16)
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
-enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
+enum { L_PING, L_PONG, L_STOP, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
 
 struct line {
     _Alignas(64) _Atomic uint64_t v;
@@ -64,14 +72,20 @@ struct copier {
 
 /* ---- synchronisation through the shared window ---------------------------------------- */
 
+/* A waiting rank spins, then gives its core away: the rank it waits for may need it. */
+static void pause_after(unsigned polls)
+{
+    if (polls >= SPIN_POLLS) sched_yield();
+}
+
 /* Between copiers only: a PMPI_Barrier leaves ranks microseconds apart, too much skew for
  * a 50 us batch whose copies are meant to run at the same time. */
 static void spin_barrier(struct node_ctx *n)
 {
     n->epoch++;
     atomic_fetch_add(&n->l[L_ARRIVE].v, 1);
-    while (atomic_load(&n->l[L_ARRIVE].v) < n->epoch * (uint64_t)n->copiers) {
-    }
+    for (unsigned polls = 1; atomic_load(&n->l[L_ARRIVE].v) < n->epoch * (uint64_t)n->copiers; polls++)
+        pause_after(polls);
 }
 
 /* Ranks that do not measure sleep meanwhile: an oversubscribed run measures the hardware,
@@ -125,12 +139,11 @@ static void node_close(struct node_ctx *n)
  * only adds time.  Values continue from the previous measurement's, so a value left on a
  * line by an earlier one can never be taken for an answer.
  *
- * A capped measurement (a probe after a point: a line per writer) ends once `cap` seconds
- * have passed, inside a batch too, where a partner without a core would hold rank 0 for a
- * time slice per round trip: rank 0 writes `stop`, a value no measurement uses, on its own
- * line, which rank 1 never writes, and waits for rank 1's stop + 1 (the next measurement
- * reuses the lines and must not overwrite a stop rank 1 has not seen).  The batches
- * finished by then count; INFINITY if none did.
+ * A measurement ends once `cap` seconds have passed, inside a batch too, where a partner
+ * without a core would hold rank 0 for a time slice per round trip: rank 0 writes `stop`,
+ * a value no measurement uses, on a line of its own that rank 1 looks at while it waits,
+ * and waits for rank 1's stop + 1, or for rank 1's last answer (rank 1 finished and will
+ * not look again).  The batches finished by then count; INFINITY if none did.
  *
  * Release stores and acquire loads, as nodecoll's flags use: a sequentially consistent
  * store is a locked instruction on x86, whose cost in every round trip made the measured
@@ -139,37 +152,38 @@ static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int ba
 {
     _Atomic uint64_t *ping = &n->l[L_PING].v, *pong = one_line ? ping : &n->l[L_PONG].v;
     _Atomic uint64_t *mine = n->rank == 0 ? ping : pong, *theirs = n->rank == 0 ? pong : ping;
+    _Atomic uint64_t *stop_line = &n->l[L_STOP].v;
     uint64_t first = n->seq + (n->rank == 0 ? 1 : 2), wait = n->seq + (n->rank == 0 ? 2 : 1);
-    uint64_t stop = n->seq + 2 * (uint64_t)batch * (uint64_t)(batches + 1) + 1;
-    int can_stop = n->rank == 0 && !one_line && cap < INFINITY;
+    uint64_t last_answer = n->seq + 2 * (uint64_t)batch * (uint64_t)(batches + 1), stop = last_answer + 1;
     double best = INFINITY, start = now_s();
     n->seq = stop + 1;
     for (int b = 0; b <= batches; b++) {
         double t0 = now_s();
         for (int i = 0; i < batch; i++, first += 2, wait += 2) {
             if (n->rank == 0) atomic_store_explicit(mine, first, memory_order_release);
-            uint64_t seen;
-            for (unsigned polls = 1;
-                 (seen = atomic_load_explicit(theirs, memory_order_acquire)) != wait; polls++) {
-                if (seen == stop) { /* rank 1: rank 0 stopped */
+            for (unsigned polls = 1; atomic_load_explicit(theirs, memory_order_acquire) != wait; polls++) {
+                pause_after(polls);
+                if (polls % RTT_STOP_POLLS) continue;
+                if (n->rank == 1 && atomic_load_explicit(stop_line, memory_order_acquire) == stop) {
                     atomic_store_explicit(mine, stop + 1, memory_order_release);
                     return best;
                 }
-                if (can_stop && polls % RTT_STOP_POLLS == 0 && now_s() - start > cap)
-                    goto stopped;
+                if (n->rank == 0 && now_s() - start > cap) goto stopped;
             }
             if (n->rank == 1) atomic_store_explicit(mine, first, memory_order_release);
         }
         double t = (now_s() - t0) / batch * 1e9;
         if (b > 0 && t < best) best = t; /* batch 0 warms up */
-        if (can_stop && b > 0 && now_s() - start > cap) goto stopped;
+        if (n->rank == 0 && b < batches && now_s() - start > cap) goto stopped;
     }
     return best;
 stopped:
-    atomic_store_explicit(mine, stop, memory_order_release);
-    while (atomic_load_explicit(theirs, memory_order_acquire) != stop + 1) {
+    atomic_store_explicit(stop_line, stop, memory_order_release);
+    for (unsigned polls = 1;; polls++) {
+        uint64_t seen = atomic_load_explicit(theirs, memory_order_acquire);
+        if (seen == stop + 1 || seen == last_answer) return best;
+        pause_after(polls);
     }
-    return best;
 }
 
 /* ---- memcpy ------------------------------------------------------------------------------ */
@@ -312,7 +326,7 @@ static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batc
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
-    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, INFINITY, 1);
+    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, RTT_CAP_S, 1);
     spin_barrier(n);
     struct copier c;
     copier_init(&c, l->size[l->nsizes - 1]);
