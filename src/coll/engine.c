@@ -60,11 +60,19 @@ void nc_engine_unlock(pthread_mutex_t *m, int locked)
     if (locked) pthread_mutex_unlock(m);
 }
 
-static int count_add(_Atomic int *counter, int by, memory_order order)
+int nc_engine_count_add(_Atomic int *counter, int by, memory_order order)
 {
     if (sharing()) return atomic_fetch_add_explicit(counter, by, order);
     int before = atomic_load_explicit(counter, memory_order_relaxed);
-    atomic_store_explicit(counter, before + by, order);
+    atomic_store_explicit(counter, before + by, order == memory_order_acq_rel ? memory_order_release : order);
+    return before;
+}
+
+int nc_engine_flag_swap(_Atomic int *flag, int value, memory_order order)
+{
+    if (sharing()) return atomic_exchange_explicit(flag, value, order);
+    int before = atomic_load_explicit(flag, memory_order_relaxed);
+    atomic_store_explicit(flag, value, order == memory_order_acq_rel ? memory_order_release : order);
     return before;
 }
 
@@ -118,8 +126,8 @@ static int progress_queue(nc_comm *c)
         if (op->alg->progress(op, op->state) == NC_PENDING) break;
         c->queue_head = op->next;
         if (!c->queue_head) c->queue_tail = NULL;
-        count_add(&c->queued, -1, memory_order_release);
-        if (!op->blocking) count_add(&outstanding, -1, memory_order_relaxed);
+        nc_engine_count_add(&c->queued, -1, memory_order_release);
+        if (!op->blocking) nc_engine_count_add(&outstanding, -1, memory_order_relaxed);
         complete(op);
         completed++;
     }
@@ -145,8 +153,8 @@ static void enqueue(nc_op *op)
     else c->queue_head = op;
     c->queue_tail = op;
     op->next = NULL;
-    count_add(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking && !count_add(&outstanding, 1, memory_order_release) && atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
+    nc_engine_count_add(&c->queued, 1, memory_order_relaxed);
+    if (!op->blocking && !nc_engine_count_add(&outstanding, 1, memory_order_release) && atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
         pthread_mutex_lock(&wake_lock);
         pthread_cond_signal(&wake);
         pthread_mutex_unlock(&wake_lock);

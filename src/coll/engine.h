@@ -213,6 +213,11 @@ int nc_engine_queues_shared(void);
 /* Locks m only where threads share the engine; the result goes to nc_engine_unlock. */
 int nc_engine_lock(pthread_mutex_t *m);
 void nc_engine_unlock(pthread_mutex_t *m, int locked);
+/* Adds `by` to a counter the engine's users share (locked only where threads share the
+ * engine: each locked instruction cost a small nonblocking call a few ns); its value before. */
+int nc_engine_count_add(_Atomic int *counter, int by, memory_order order);
+/* Sets a flag to `value`; its value before (locked only where threads share the engine). */
+int nc_engine_flag_swap(_Atomic int *flag, int value, memory_order order);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 

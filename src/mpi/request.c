@@ -51,13 +51,13 @@ int nc_mpi_request_is_nodecoll(MPI_Request handle) { return any_live() && find(h
 static void link_live(nc_mpi_request *r)
 {
     atomic_store_explicit(&r->live, 1, memory_order_release);
-    atomic_fetch_add_explicit(&live_count, 1, memory_order_release);
+    nc_engine_count_add(&live_count, 1, memory_order_release);
 }
 
 static void unlink_live(nc_mpi_request *r)
 {
-    if (!atomic_exchange_explicit(&r->live, 0, memory_order_acq_rel)) return;
-    atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
+    if (!nc_engine_flag_swap(&r->live, 0, memory_order_acq_rel)) return;
+    nc_engine_count_add(&live_count, -1, memory_order_release);
 }
 
 /* Starts the progress thread on the first request when the settings ask for it. */
@@ -188,10 +188,7 @@ static int deliver(nc_mpi_request *r)
  * another thread may be the first: a small request paid for it at every completion). */
 static int second_to_detach(nc_mpi_request *r)
 {
-    if (nc_engine_queues_shared()) return atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel);
-    int before = atomic_load_explicit(&r->detached, memory_order_relaxed);
-    atomic_store_explicit(&r->detached, 1, memory_order_relaxed);
-    return before;
+    return nc_engine_flag_swap(&r->detached, 1, memory_order_acq_rel);
 }
 
 static void release_detached(nc_mpi_request *r)
