@@ -117,13 +117,21 @@ static void complete(nc_op *op)
     atomic_store_explicit(&op->done, 1, memory_order_release);
 }
 
+/* Whether op's last step named a flag that has not reached its value yet: progressing it
+ * again could only find the same (as a blocking run waits for it before going on), and a
+ * start followed by a wait re-entered a small Allreduce's three nested steps for nothing. */
+static int still_waiting(const nc_op *op)
+{
+    return op->wait.flag && nc_flag_read(op->wait.flag) < op->wait.value;
+}
+
 /* Progresses c's queue from its head until an operation would wait (c locked); the number
  * of operations completed. */
 static int progress_queue(nc_comm *c)
 {
     int completed = 0;
     for (nc_op *op; (op = c->queue_head);) {
-        if (op->alg->progress(op, op->state) == NC_PENDING) break;
+        if (still_waiting(op) || op->alg->progress(op, op->state) == NC_PENDING) break;
         c->queue_head = op->next;
         if (!c->queue_head) c->queue_tail = NULL;
         nc_engine_count_add(&c->queued, -1, memory_order_release);
