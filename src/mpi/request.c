@@ -79,29 +79,27 @@ static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *spares;
 
 /* Clears a reused object as calloc did, except what every use sets before reading: the
- * operation's state (planned), the datatype cursors at the end of the calls (positioned by
- * the datatype engine), and the index link and handle (a lock-free find may be reading them).
- * (Clearing all 2.7 KiB cost a small nonblocking call about as much as its operation.) */
-static void clear_request(nc_mpi_request *r)
+ * operation's state (planned), the part of the call its form does not use and the datatype
+ * cursors at the end of the calls (positioned by the datatype engine), and the index link
+ * and handle (a lock-free find may be reading them).  (Clearing all 2.7 KiB cost a small
+ * nonblocking call about as much as its operation.) */
+static void clear_request(nc_mpi_request *r, const nc_mpi_call_form *form)
 {
-    size_t call_head = offsetof(nc_mpi_bcast_call, cursor);
-    if (offsetof(nc_mpi_move_call, cursor) > call_head) call_head = offsetof(nc_mpi_move_call, cursor);
-    if (sizeof(nc_mpi_reduce_call) > call_head) call_head = sizeof(nc_mpi_reduce_call);
     memset(r, 0, offsetof(nc_mpi_request, op.state));
     memset(&r->args, 0, offsetof(nc_mpi_request, call) - offsetof(nc_mpi_request, args));
-    memset(&r->call, 0, call_head);
+    memset(&r->call, 0, form->call_head);
     memset(&r->next_deferred, 0, offsetof(nc_mpi_request, index_next) - offsetof(nc_mpi_request, next_deferred));
 }
 
 /* A cleared request object with a handle, or NULL. */
-static nc_mpi_request *take_request(void)
+static nc_mpi_request *take_request(const nc_mpi_call_form *form)
 {
     int locked = nc_engine_lock(&spares_lock); /* (else one thread at a time is here) */
     nc_mpi_request *r = spares;
     if (r) spares = r->next_spare;
     nc_engine_unlock(&spares_lock, locked);
     if (r) {
-        clear_request(r);
+        clear_request(r, form);
         return r;
     }
     r = calloc(1, sizeof *r);
@@ -139,7 +137,7 @@ nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_c
     nc_mpi_release_freed();
     share_queues_if_threads_may();
     start_progress_thread(&s->coll.cfg);
-    nc_mpi_request *r = take_request();
+    nc_mpi_request *r = take_request(form);
     if (!r) return NULL;
     r->s = s;
     nc_mpi_comm_hold(s);
