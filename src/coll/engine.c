@@ -40,13 +40,11 @@ int nc_engine_outstanding(void) { return atomic_load_explicit(&outstanding, memo
  * thread): only then do queues take their locks and counters locked updates.  Otherwise one
  * thread at a time calls nodecoll (MPI orders the calls of the other thread levels), and a
  * small nonblocking call spent a fifth of its time on locked instructions it did not need. */
-static _Atomic int queues_shared;
+_Atomic int nc_engine_sharing;
 
-void nc_engine_share_queues(void) { atomic_store_explicit(&queues_shared, 1, memory_order_seq_cst); }
+void nc_engine_share_queues(void) { atomic_store_explicit(&nc_engine_sharing, 1, memory_order_seq_cst); }
 
-static int sharing(void) { return atomic_load_explicit(&queues_shared, memory_order_relaxed); }
-
-int nc_engine_queues_shared(void) { return sharing(); }
+static int sharing(void) { return nc_engine_queues_shared(); }
 
 int nc_engine_lock(pthread_mutex_t *m)
 {
@@ -58,22 +56,6 @@ int nc_engine_lock(pthread_mutex_t *m)
 void nc_engine_unlock(pthread_mutex_t *m, int locked)
 {
     if (locked) pthread_mutex_unlock(m);
-}
-
-int nc_engine_count_add(_Atomic int *counter, int by, memory_order order)
-{
-    if (sharing()) return atomic_fetch_add_explicit(counter, by, order);
-    int before = atomic_load_explicit(counter, memory_order_relaxed);
-    atomic_store_explicit(counter, before + by, order == memory_order_acq_rel ? memory_order_release : order);
-    return before;
-}
-
-int nc_engine_flag_swap(_Atomic int *flag, int value, memory_order order)
-{
-    if (sharing()) return atomic_exchange_explicit(flag, value, order);
-    int before = atomic_load_explicit(flag, memory_order_relaxed);
-    atomic_store_explicit(flag, value, order == memory_order_acq_rel ? memory_order_release : order);
-    return before;
 }
 
 void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking)
