@@ -2,7 +2,7 @@
 # nodecoll as users meet it: preloaded into an unmodified MPI program, or installed and
 # consumed through CMake's find_package, pkg-config and plain -lnodecoll.
 #
-# usage: test_preload.sh SCENARIO MPIEXEC MPICC LIBRARY BUILD_DIR CMAKE NP  (fortran: MPICC = the program)
+# usage: test_preload.sh SCENARIO MPIEXEC MPICC LIBRARY BUILD_DIR CMAKE NP [SHIM]  (fortran: MPICC = the program)
 #   preload   test_preload.c built with the plain MPI wrapper (no nodecoll), run as
 #             LD_PRELOAD=LIBRARY NODECOLL_STATS=1 MPIEXEC -np NP ./app: correct results, and
 #             every rank's counters show accelerated bcast (shm|cma) and barrier
@@ -11,6 +11,10 @@
 #   onecore   the preloaded app with every rank on CPU 0 (taskset; MPIEXEC_PREFLAGS must
 #             stop the launcher's own binding): each rank sees the node's ranks outnumber
 #             the cores they may use, so its waits yield at once (NODECOLL_VERBOSE=2 says so)
+#   bigmachine  onecore's check on a machine whose kernel has 2048 possible CPUs, 64 online
+#             (tests/cpu_shim.c, preloaded before the library, stands for it: a CPU mask buffer
+#             smaller than the possible CPUs is refused with EINVAL, as the kernel does), each
+#             rank confined to CPU 0: the ranks must still find they share 1 core
 #   fortran   MPICC is a Fortran test program (test_fortran.F90, built without nodecoll) run
 #             preloaded with NODECOLL_STATS=1: it passes, and every rank's counters, which
 #             nodecoll prints in MPI_Finalize, show Allreduce, Bcast and Barrier served (so
@@ -21,7 +25,7 @@
 #             -lnodecoll; each run at NP ranks must show the fast path
 # MPIEXEC_PREFLAGS (environment) goes before -np, e.g. --oversubscribe.
 set -u
-scenario=$1 mpiexec=$2 mpicc=$3 library=$4 build_dir=$5 cmake=$6 np=$7
+scenario=$1 mpiexec=$2 mpicc=$3 library=$4 build_dir=$5 cmake=$6 np=$7 shim=${8:-}
 src_dir=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -66,18 +70,25 @@ fast_path() { # LABEL: what a run of the app must show when nodecoll is active
 }
 
 case $scenario in
-preload | disabled | onecore)
+preload | disabled | onecore | bigmachine)
   "$mpicc" -O1 -o "$work/app" "$src_dir/test_preload.c" || { echo "FAIL: $mpicc cannot build the app"; exit 1; }
   if readelf -d "$work/app" | grep NEEDED | grep -q nodecoll; then
     fail "the application links nodecoll: the test would prove nothing"
   fi
-  if [[ $scenario == onecore ]]; then
-    launcher_prefix="taskset -c 0"
-    run onecore "$work/app" LD_PRELOAD="$library" NODECOLL_STATS=1 NODECOLL_VERBOSE=2 && {
-      fast_path onecore
+  if [[ $scenario == onecore || $scenario == bigmachine ]]; then
+    preload=$library
+    if [[ $scenario == onecore ]]; then
+      launcher_prefix="taskset -c 0"
+      shim_env=()
+    else
+      preload="$shim $library"
+      shim_env=(NC_SHIM_POSSIBLE=2048 NC_SHIM_ONLINE=64)
+    fi
+    run "$scenario" "$work/app" LD_PRELOAD="$preload" NODECOLL_STATS=1 NODECOLL_VERBOSE=2 "${shim_env[@]}" && {
+      fast_path "$scenario"
       for ((r = 0; r < np; r++)); do
-        grep -Eq "^nodecoll\[$r\]: accelerated .*$np ranks on 1 usable cores: waits yield at once" "$work/onecore.err" ||
-          fail "onecore: rank $r does not say its $np ranks share 1 core: $(grep -E "^nodecoll\[$r\]: accel" "$work/onecore.err")"
+        grep -Eq "^nodecoll\[$r\]: accelerated .*$np ranks on 1 usable cores: waits yield at once" "$work/$scenario.err" ||
+          fail "$scenario: rank $r does not say its $np ranks share 1 core: $(grep -E "^nodecoll\[$r\]: accel" "$work/$scenario.err")"
       done
     }
   elif [[ $scenario == preload ]]; then

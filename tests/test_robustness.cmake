@@ -61,6 +61,12 @@ endif()
 nodecoll_script_test(test_preload.onecore.np2 2
   ${preload_script} onecore ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
   ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} 2)
+# ...also where the kernel has more than 1024 possible CPUs (cpu_shim.c stands for one).
+add_library(nodecoll_test_cpu_shim MODULE cpu_shim.c)
+target_link_libraries(nodecoll_test_cpu_shim PRIVATE ${CMAKE_DL_LIBS})
+nodecoll_script_test(test_preload.bigmachine.np2 2
+  ${preload_script} bigmachine ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
+  ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} 2 $<TARGET_FILE:nodecoll_test_cpu_shim>)
 set(NODECOLL_SCRIPT_EXTRA_ENV "")
 
 # Type signatures that disagree (receivers holding half or twice what is sent): the hosts'
