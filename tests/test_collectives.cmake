@@ -48,6 +48,12 @@ if(NODECOLL_MPI STREQUAL "mpich")
   set_source_files_properties(test_nonblocking.c PROPERTIES COMPILE_OPTIONS -Wno-stringop-overflow)
 endif()
 
+# The progress thread's runs are threaded runs too: the TSan build runs them (label threads).
+foreach(t test_nonblocking.np2.progress test_nonblocking.np3.progress test_nonblocking.np4.progress
+          test_nonblocking_reduce.np3.progress test_nonblocking_reduce.np4.progress)
+  set_property(TEST ${t} APPEND PROPERTY LABELS threads)
+endforeach()
+
 # Nonblocking and persistent data movement (Gather(v) ... Alltoallw) against the host's
 # blocking calls.
 nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 1 2 3 4 ENVS ${NODECOLL_COLL_ENVS}
@@ -60,3 +66,4 @@ nodecoll_mpi_test(NAME test_nonblocking_move SOURCES test_nonblocking_move.c NP 
   "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
   "slot:NODECOLL_MOVE_SLOT=256,NODECOLL_ALLTOALL_SMALL=64,NODECOLL_ALLTOALL_WINDOW=1,NODECOLL_RANKS_PER_NODE=2"
   LABELS quick)
+set_property(TEST test_nonblocking_move.np3.progress APPEND PROPERTY LABELS threads)

@@ -62,7 +62,7 @@ if(TARGET nodecoll-tune)
                    --out ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules)
   set_tests_properties(nodecoll_tune.np2.quick PROPERTIES FIXTURES_SETUP tuned_rules TIMEOUT 300
     LABELS "${NODECOLL_MPI};quick" RESOURCE_LOCK cores
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
   nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "roundtrip:"
                     ARGS ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules LABELS quick)
   set_tests_properties(test_tune.np2.roundtrip PROPERTIES FIXTURES_REQUIRED tuned_rules)

@@ -94,12 +94,9 @@ nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_u
 
 int nc_cpu_mask(uint64_t mask[NC_CPU_WORDS])
 {
-    cpu_set_t set;
     memset(mask, 0, sizeof(uint64_t) * NC_CPU_WORDS);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-    for (int cpu = 0; cpu < NC_CPU_WORDS * 64 && cpu < CPU_SETSIZE; cpu++)
-        if (CPU_ISSET(cpu, &set)) mask[cpu / 64] |= (uint64_t)1 << (cpu % 64);
-    return 1;
+    _Static_assert(sizeof(unsigned long) == sizeof(uint64_t), "a CPU mask word is a long");
+    return sched_getaffinity(0, sizeof(uint64_t) * NC_CPU_WORDS, (cpu_set_t *)(void *)mask) == 0;
 }
 
 int nc_cpu_count(const uint64_t mask[NC_CPU_WORDS])

@@ -81,7 +81,10 @@ nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_u
  * word i / 64); 0 if the system does not say (then every online CPU counts).  A node's
  * ranks OR their masks to learn how many cores they share: a container's cpuset or a
  * launcher's binding can leave fewer than the machine has online. */
-#define NC_CPU_WORDS 16
+/* (8192 CPUs: the kernel refuses a mask smaller than its possible CPUs with EINVAL, and
+ * cpu_set_t holds only 1024; the mask itself is the kernel's buffer, a word per 64 CPUs on
+ * a 64-bit machine) */
+#define NC_CPU_WORDS 128
 int nc_cpu_mask(uint64_t mask[NC_CPU_WORDS]);
 /* CPUs in a mask (0 for an empty one). */
 int nc_cpu_count(const uint64_t mask[NC_CPU_WORDS]);
