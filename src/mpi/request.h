@@ -66,21 +66,26 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
 
 /* The host's own form of a call nodecoll leaves to it, by f: PMPI_<Name>(args...),
  * PMPI_<IName>(args..., request) or the host's persistent init (args..., info, request). */
+#define NC_NO_HOST_PERSISTENT(f, Name, ...)
 #ifdef NC_PERSISTENT_COLLECTIVES
 #define NC_HOST_PERSISTENT(f, Name, ...) (f)->persistent ? NC_HOST_INIT(Name)(__VA_ARGS__, (f)->info, (f)->request) :
 #else
-#define NC_HOST_PERSISTENT(f, Name, ...)
+#define NC_HOST_PERSISTENT NC_NO_HOST_PERSISTENT
 #endif
-#define NC_HOST_FORM(f, Name, IName, ...)                                                              \
+#define NC_HOST_FORM(f, Name, IName, ...) NC_HOST_FORM_OF(NC_HOST_PERSISTENT, f, Name, IName, __VA_ARGS__)
+/* (The same where `persistent` says whether the host has a persistent form of the call.) */
+#define NC_HOST_FORM_OF(persistent, f, Name, IName, ...)                                              \
     ((f)->blocking ? PMPI_##Name(__VA_ARGS__)                                                          \
-                   : NC_HOST_PERSISTENT(f, Name, __VA_ARGS__) PMPI_##IName(__VA_ARGS__, (f)->request))
+                   : persistent(f, Name, __VA_ARGS__) PMPI_##IName(__VA_ARGS__, (f)->request))
 
 /* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
  * entry points of collective Name, from its parameter list and its arguments (both
  * parenthesised): each calls `fn(args..., form)`, declared NC_FORM_INLINE (an out-of-line
  * adapter cost an 8-byte Bcast 0.005-0.01 us). */
 #define NC_UNPAREN(...) __VA_ARGS__
-#define NC_CALL_FORMS(Name, IName, fn, params, args)                                                 \
+#define NC_CALL_FORMS(Name, IName, fn, params, args) NC_CALL_FORMS_OF(NC_PERSISTENT_FORM, Name, IName, fn, params, args)
+/* (The same where `persistent_form` makes the persistent entry point, or nothing.) */
+#define NC_CALL_FORMS_OF(persistent_form, Name, IName, fn, params, args)                              \
     __attribute__((visibility("default"))) int MPI_##Name(NC_UNPAREN params)                          \
     {                                                                                                 \
         return fn(NC_UNPAREN args, &nc_blocking_form);                                                \
@@ -89,7 +94,7 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
     {                                                                                                 \
         return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0});              \
     }                                                                                                 \
-    NC_PERSISTENT_FORM(Name, fn, params, args)
+    persistent_form(Name, fn, params, args)
 #ifdef NC_PERSISTENT_COLLECTIVES
 #define NC_PERSISTENT_FORM(Name, fn, params, args)                                                            \
     __attribute__((visibility("default"))) int NC_INIT(Name)(NC_UNPAREN params, MPI_Info info, MPI_Request *request) \
@@ -97,7 +102,17 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
         return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0});                                \
     }
 #else
-#define NC_PERSISTENT_FORM(Name, fn, params, args)
+#define NC_PERSISTENT_FORM NC_NO_PERSISTENT_FORM
+#endif
+#define NC_NO_PERSISTENT_FORM(Name, fn, params, args)
+/* The neighbourhood collectives' persistent forms, which a host may lack while it has the
+ * others (found at build time apart). */
+#if defined(NC_PERSISTENT_COLLECTIVES) && defined(NODECOLL_HAVE_NEIGHBOR_PERSISTENT)
+#define NC_NEIGHBOR_PERSISTENT_FORM NC_PERSISTENT_FORM
+#define NC_NEIGHBOR_HOST_PERSISTENT NC_HOST_PERSISTENT
+#else
+#define NC_NEIGHBOR_PERSISTENT_FORM NC_NO_PERSISTENT_FORM
+#define NC_NEIGHBOR_HOST_PERSISTENT NC_NO_HOST_PERSISTENT
 #endif
 
 /* A collective's adapter: what runs at each start (before the operation is queued: pack

@@ -1,5 +1,6 @@
 /* MPI entry points of the data-movement collectives: Gather(v), Scatter(v), Allgather(v),
- * Alltoall(v,w), each in its blocking, nonblocking and persistent form.  One adapter serves
+ * Alltoall(v,w) and the neighbourhood collectives Neighbor_allgather(v) and
+ * Neighbor_alltoall(v,w), each in its blocking, nonblocking and persistent form.  One adapter serves
  * the three forms of every call (move_call): it turns the arguments into byte blocks
  * (nc_vec) and runs the algorithm of src/coll, or hands the call unchanged to the host's
  * form of it: when the registry says so (the same on every rank), or when this rank's
@@ -40,6 +41,7 @@ static char *address_at(const char *base, int64_t off) { return (char *)((uintpt
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
 static int64_t user_offset(const nc_move_vec *m, int i, MPI_Aint extent)
 {
+    if (m->byte_displs) return m->byte_displs[i];
     if (m->types) return m->displs[i];
     return (m->displs ? (int64_t)m->displs[i] : (int64_t)i * m->count) * (int64_t)extent;
 }
@@ -133,11 +135,13 @@ static int open_in_place(nc_move_vec *m, const int64_t *offs)
 
 /* A blocking call's tables, from the communicator's scratch instead of fresh memory per
  * call: the lengths and offsets of its send vector, then of its receive vector, then the
- * signed offsets that one vector at a time uses while it is opened.  (The same size each
- * time, so taking it again for the second vector keeps the first one's.) */
-static void vec_scratch_tables(nc_mpi_comm *s, nc_move_vec *m, int second)
+ * signed offsets that one vector at a time uses while it is opened, n per table for the
+ * longer vector.  (The same size each time, so taking it again for the second vector keeps
+ * the first one's.) */
+static void vec_scratch_tables(nc_mpi_comm *s, const nc_move_args *a, nc_move_vec *m)
 {
-    size_t n = (size_t)s->coll.size;
+    int longer = a->send.n > a->recv.n ? a->send.n : a->recv.n, second = m == &a->recv;
+    size_t n = (size_t)(longer > 0 ? longer : 1);
     size_t *tables = (size_t *)(void *)nc_mpi_scratch(s, sizeof(size_t) * 5 * n);
     m->table = tables + (second ? 2 * n : 0);
     m->signed_offs = (int64_t *)(void *)(tables + 4 * n);
@@ -170,12 +174,19 @@ static void hold_block_types(nc_move_vec *m, MPI_Datatype *types)
  * datatypes right after the call), its derived types held, all in one allocation. */
 static void vec_keep(nc_move_vec *m)
 {
-    size_t n = (size_t)m->n, ntypes = m->types ? n : 1;
+    size_t n = (size_t)(m->n > 0 ? m->n : 1), ntypes = m->types ? n : 1;
     size_t tables = sizeof(size_t) * 3 * n, handles = sizeof(MPI_Datatype) * (ntypes + (m->types ? n : 0));
-    /* (size_t and int64_t first, then the handles, then ints: each part stays aligned) */
-    char *at = m->owned = nc_alloc_or_die(tables + handles + (m->counts ? sizeof(int) * 2 * n : 0));
+    size_t byte_displs = m->byte_displs ? sizeof(MPI_Aint) * n : 0;
+    /* (size_t, int64_t and MPI_Aint first, then the handles, then ints: each part stays aligned) */
+    char *at = m->owned = nc_alloc_or_die(tables + byte_displs + handles + (m->counts ? sizeof(int) * 2 * n : 0));
     m->table = (size_t *)(void *)at;
     m->signed_offs = (int64_t *)(void *)(at + sizeof(size_t) * 2 * n);
+    if (m->byte_displs) {
+        MPI_Aint *copy = (MPI_Aint *)(void *)(at + tables);
+        memcpy(copy, m->byte_displs, sizeof(MPI_Aint) * (size_t)m->n);
+        m->byte_displs = copy;
+    }
+    at += byte_displs;
     m->held = (MPI_Datatype *)(void *)(at + tables);
     if (m->types) {
         MPI_Datatype *types = m->held + n;
@@ -186,10 +197,10 @@ static void vec_keep(nc_move_vec *m)
     }
     if (m->counts) {
         int *counts = (int *)(void *)(at + tables + handles), *displs = counts + n;
-        memcpy(counts, m->counts, sizeof(int) * n);
-        memcpy(displs, m->displs, sizeof(int) * n);
+        memcpy(counts, m->counts, sizeof(int) * (size_t)m->n);
+        if (m->displs) memcpy(displs, m->displs, sizeof(int) * (size_t)m->n);
         m->counts = counts;
-        m->displs = displs;
+        m->displs = m->displs ? displs : NULL;
     }
 }
 
@@ -226,9 +237,11 @@ static int vec_describe(nc_move_vec *m, int input)
  * host MPI).  `input`: its data is sent. */
 static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int input)
 {
-    if (m->vector && (!m->counts || !m->displs || (m->vector == 2 && !m->types))) return 1;
+    /* (a vector of no blocks, a neighbourhood of none, may come without arrays) */
+    int arrays = m->counts && (m->displs || m->byte_displs) && (m->vector != 2 || m->types);
+    if (m->vector && m->n > 0 && !arrays) return 1;
     if (call->request) vec_keep(m);
-    else vec_scratch_tables(s, m, m == &call->a.recv);
+    else vec_scratch_tables(s, &call->a, m);
     if (vec_describe(m, input)) return 1;
     m->opened = 1;
     m->input = input;
@@ -270,6 +283,7 @@ static void args_set(nc_move_args *a, nc_coll_id coll, int root, const void *one
 static void vec_set(nc_move_vec *m, const void *buf, const int *counts, const int *displs, int count,
                     MPI_Datatype type, const MPI_Datatype *types, int vector)
 {
+    m->byte_displs = NULL;
     m->user = (char *)buf;
     m->counts = counts;
     m->displs = displs;
@@ -295,6 +309,14 @@ static void vec_varying(nc_move_vec *m, const void *buf, const int *counts, cons
 static void vec_typed(nc_move_vec *m, const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
 {
     vec_set(m, buf, counts, displs, 0, MPI_DATATYPE_NULL, types, 2);
+}
+
+/* Neighbor_alltoallw's: a datatype per block, displacements in bytes as MPI_Aint. */
+static void vec_typed_aint(nc_move_vec *m, const void *buf, const int *counts, const MPI_Aint *displs,
+                           const MPI_Datatype *types)
+{
+    vec_set(m, buf, counts, NULL, 0, MPI_DATATYPE_NULL, types, 2);
+    m->byte_displs = displs;
 }
 
 /* Before a vector is opened (or if it never is): nothing to release. */
@@ -323,6 +345,14 @@ static int is_rooted(nc_coll_id coll) { return is_scatter(coll) || coll == NC_CO
 static int is_alltoall(nc_coll_id coll)
 {
     return coll == NC_COLL_ALLTOALL || coll == NC_COLL_ALLTOALLV || coll == NC_COLL_ALLTOALLW;
+}
+static int is_neighbor_alltoall(nc_coll_id coll)
+{
+    return coll == NC_COLL_NEIGHBOR_ALLTOALL || coll == NC_COLL_NEIGHBOR_ALLTOALLV || coll == NC_COLL_NEIGHBOR_ALLTOALLW;
+}
+static int is_neighbor(nc_coll_id coll)
+{
+    return is_neighbor_alltoall(coll) || coll == NC_COLL_NEIGHBOR_ALLGATHER || coll == NC_COLL_NEIGHBOR_ALLGATHERV;
 }
 
 /* Scatter's single buffer is output: a derived type is received into in place (nc_data);
@@ -360,24 +390,41 @@ static int open_alltoall(nc_mpi_move_call *m, nc_mpi_comm *s)
     return (!m->in_place && vec_open(m, s, &m->a.send, 1)) || vec_open(m, s, &m->a.recv, m->in_place);
 }
 
+/* A neighbourhood collective: a block per out-edge (sent) and per in-edge (received).  MPI
+ * has no MPI_IN_PLACE for them: the host judges it. */
+static int open_neighbor(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm)
+{
+    if (m->in_place) return 1;
+    if (is_neighbor_alltoall(m->a.coll)) return vec_open(m, s, &m->a.send, 1) || vec_open(m, s, &m->a.recv, 0);
+    return open_one(m, comm) || vec_open(m, s, &m->a.recv, 0);
+}
+
 /* Opens m, whose arguments m->a are set: NC_ALG_COUNT when nodecoll runs it, else the reason
- * the host MPI does (the registry's, the same on every rank, or this rank's arguments). */
+ * the host MPI does (the registry's, the same on every rank, or this rank's arguments: a
+ * neighbourhood collective on a communicator without a topology, whose error the host
+ * raises). */
 static nc_alg_id move_open(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm, int request)
 {
     const nc_move_args *a = &m->a;
-    vec_unopened(&m->a.send, s->coll.size);
-    vec_unopened(&m->a.recv, s->coll.size);
+    const nc_neighbors *nb = s->coll.neighbors;
+    int neighbor = is_neighbor(a->coll);
+    vec_unopened(&m->a.send, !neighbor ? s->coll.size : nb ? nb->outdegree : 0);
+    vec_unopened(&m->a.recv, !neighbor ? s->coll.size : nb ? nb->indegree : 0);
     m->request = request;
-    m->in_place = is_alltoall(a->coll) ? a->send.user == MPI_IN_PLACE : a->one == MPI_IN_PLACE;
+    int vector_sent = is_alltoall(a->coll) || is_neighbor_alltoall(a->coll);
+    m->in_place = vector_sent ? a->send.user == MPI_IN_PLACE : a->one == MPI_IN_PLACE;
     m->is_root = s->coll.rank == a->root;
     m->one_output = is_scatter(a->coll);
     m->one = (nc_buffer){0};
     m->one_data = (nc_data){0};
     m->held_one_type = MPI_DATATYPE_NULL;
+    if (neighbor && !nb) return NC_ALG_PMPI_ARGS;
     nc_alg_id host = nc_registry_host_reason(&s->coll, a->coll);
     if (host != NC_ALG_COUNT) return host;
-    int bad = is_rooted(a->coll) ? open_rooted(m, s, comm) : is_alltoall(a->coll) ? open_alltoall(m, s)
-                                                                                 : open_allgather(m, s, comm);
+    int bad = neighbor             ? open_neighbor(m, s, comm)
+              : is_rooted(a->coll) ? open_rooted(m, s, comm)
+              : is_alltoall(a->coll) ? open_alltoall(m, s)
+                                     : open_allgather(m, s, comm);
     return bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT;
 }
 
@@ -386,6 +433,7 @@ static uint64_t check_bytes(const nc_mpi_move_call *m, const nc_mpi_comm *s)
 {
     const nc_move_args *a = &m->a;
     if (!s->coll.cfg.check) return 0;
+    if (is_neighbor(a->coll)) return NC_CALL_ANY_BYTES; /* (each rank its own neighbourhood) */
     if (is_alltoall(a->coll)) return a->recv.vector ? NC_CALL_ANY_BYTES : vec_total(m->in_place ? &a->recv : &a->send);
     if (!is_rooted(a->coll)) return vec_total(&a->recv);
     /* The root's vector, or every block as long as mine (not the v-forms'). */
@@ -410,7 +458,7 @@ static nc_args run_args(nc_mpi_move_call *m)
 }
 static size_t run_bytes(const nc_mpi_move_call *m)
 {
-    return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes;
+    return is_alltoall(m->a.coll) || is_neighbor(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes;
 }
 
 static void pack_or_die(int err)
@@ -494,15 +542,20 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
  * Collective Name's blocking, nonblocking and persistent entry points (NC_CALL_FORMS) from
  * its parameter list and arguments (both parenthesised) and `describe`, which fills `call.a`
  * from its parameters (parenthesised): each runs the call, or hands it to the host's form. */
-#define NC_MOVE_FORMS(Name, IName, params, args, describe)                                 \
-    NC_FORM_INLINE int Name##_call(NC_UNPAREN params, const nc_call_form_args *f)          \
-    {                                                                                      \
-        nc_mpi_move_call call; /* (uncleared: described and opened field by field) */      \
-        NC_UNPAREN describe;                                                               \
-        int err = move_call(&call, comm, f);                                               \
-        return err != RUN_HOST ? err : NC_HOST_FORM(f, Name, IName, NC_UNPAREN args);      \
-    }                                                                                      \
-    NC_CALL_FORMS(Name, IName, Name##_call, params, args)
+#define NC_MOVE_FORMS(Name, IName, params, args, describe) \
+    NC_MOVE_FORMS_OF(NC_HOST_PERSISTENT, NC_PERSISTENT_FORM, Name, IName, params, args, describe)
+/* (The neighbourhood collectives' persistent forms are found at build time apart.) */
+#define NC_NEIGHBOR_FORMS(Name, IName, params, args, describe) \
+    NC_MOVE_FORMS_OF(NC_NEIGHBOR_HOST_PERSISTENT, NC_NEIGHBOR_PERSISTENT_FORM, Name, IName, params, args, describe)
+#define NC_MOVE_FORMS_OF(host_persistent, persistent_form, Name, IName, params, args, describe)             \
+    NC_FORM_INLINE int Name##_call(NC_UNPAREN params, const nc_call_form_args *f)                            \
+    {                                                                                                        \
+        nc_mpi_move_call call; /* (uncleared: described and opened field by field) */                        \
+        NC_UNPAREN describe;                                                                                 \
+        int err = move_call(&call, comm, f);                                                                 \
+        return err != RUN_HOST ? err : NC_HOST_FORM_OF(host_persistent, f, Name, IName, NC_UNPAREN args);    \
+    }                                                                                                        \
+    NC_CALL_FORMS_OF(persistent_form, Name, IName, Name##_call, params, args)
 
 /* (MPI's parameters of Gather and Scatter, and of Allgather and Alltoall) */
 #define NC_ROOTED_PARAMS                                                                                  \
@@ -569,3 +622,41 @@ NC_MOVE_FORMS(Alltoallw, Ialltoallw,
               (args_set(&call.a, NC_COLL_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
                vec_typed(&call.a.send, sendbuf, scounts, sdispls, stypes),
                vec_typed(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))
+
+/* The neighbourhood collectives: the same parameters as Allgather(v) and Alltoall(v,w), a
+ * block per edge of the communicator's topology (Neighbor_alltoallw's displacements are
+ * MPI_Aint). */
+NC_NEIGHBOR_FORMS(Neighbor_allgather, Ineighbor_allgather,
+                  NC_ALL_PARAMS, NC_ALL_ARGS,
+                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype),
+                   vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
+
+NC_NEIGHBOR_FORMS(Neighbor_allgatherv, Ineighbor_allgatherv,
+                  (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
+                   const int displs[], MPI_Datatype rtype, MPI_Comm comm),
+                  (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm),
+                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype),
+                   vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
+
+NC_NEIGHBOR_FORMS(Neighbor_alltoall, Ineighbor_alltoall,
+                  NC_ALL_PARAMS, NC_ALL_ARGS,
+                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALL, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+                   vec_uniform(&call.a.send, sendbuf, scount, stype),
+                   vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
+
+NC_NEIGHBOR_FORMS(Neighbor_alltoallv, Ineighbor_alltoallv,
+                  (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,
+                   const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm),
+                  (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm),
+                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALLV, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+                   vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),
+                   vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype)))
+
+NC_NEIGHBOR_FORMS(Neighbor_alltoallw, Ineighbor_alltoallw,
+                  (const void *sendbuf, const int scounts[], const MPI_Aint sdispls[], const MPI_Datatype stypes[],
+                   void *recvbuf, const int rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rtypes[],
+                   MPI_Comm comm),
+                  (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
+                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+                   vec_typed_aint(&call.a.send, sendbuf, scounts, sdispls, stypes),
+                   vec_typed_aint(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))
