@@ -53,6 +53,11 @@
     X(alltoallw, Alltoallw,                                                                     \
       (c->sbuf, c->counts, c->bdispls, c->types, c->rbuf, c->counts, c->bdispls, c->types,      \
        c->comm))                                                                                \
+    X(neighbor_alltoallv, Neighbor_alltoallv,                                                   \
+      (c->sbuf, c->counts, c->displs, c->type, c->rbuf, c->rcounts, c->rdispls, c->type, c->comm)) \
+    X(neighbor_alltoallw, Neighbor_alltoallw,                                                   \
+      (c->sbuf, c->counts, c->adispls, c->types, c->rbuf, c->rcounts, c->radispls, c->types,    \
+       c->comm))                                                                                \
     X(reduce_scatter, Reduce_scatter, (c->sbuf, c->rbuf, c->counts, c->type, c->op, c->comm))   \
     X(reduce_scatter_block, Reduce_scatter_block,                                               \
       (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))                                    \
@@ -157,6 +162,14 @@ static const struct coll table[] = {
      * every rank writes the large block; a ring rank reads and writes two blocks. */
     {"allgatherv_skewed", &forms_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
     {"alltoallw_ring", &forms_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
+    /* Neighbourhood collectives (neighbors.c; size: the largest block).  Bounds: a stencil rank
+     * reads and writes 2 (n + n/2 + n/4) >= 3n, a graph rank at least its block of n. */
+    {"neighbor_alltoallv_stencil", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, {0, 0, 3}, {0, 0, 3},
+     PAT_STENCIL},
+    {"neighbor_alltoallw_stencil", &forms_neighbor_alltoallw, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, {0, 0, 3}, {0, 0, 3},
+     PAT_STENCIL},
+    {"neighbor_alltoallv_graph", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, {0, 0, 1}, {0, 0, 1},
+     PAT_GRAPH},
     {"reduce_scatter", &forms_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
     {"reduce_scatter_block", &forms_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
      {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
@@ -186,7 +199,7 @@ int coll_find(const char *name)
 /* The name nodecoll counts a call under: a pattern's suffix is not part of it. */
 void coll_call_name(const struct coll *c, char *out, size_t len)
 {
-    int keep = c->pattern == PAT_UNIFORM ? (int)strlen(c->name) : (int)strcspn(c->name, "_");
+    int keep = c->pattern == PAT_UNIFORM ? (int)strlen(c->name) : (int)(strrchr(c->name, '_') - c->name);
     snprintf(out, len, "%.*s", keep, c->name);
 }
 
@@ -240,7 +253,7 @@ int mode_find(const char *name)
 
 size_t coll_blocks(enum blocks b, int nranks)
 {
-    return b == BLK_NONE ? 0 : b == BLK_ONE ? 1 : (size_t)nranks;
+    return b == BLK_NONE ? 0 : b == BLK_ONE ? 1 : b == BLK_EDGES ? NEIGHBOR_EDGES : (size_t)nranks;
 }
 
 double coll_poly(const signed char c[3], int nranks)

@@ -1,0 +1,94 @@
+/*
+ * The neighbourhood patterns, each on a communicator of its own with the same ranks as
+ * MPI_COMM_WORLD (no reordering):
+ *
+ *   stencil  a 3-D periodic Cartesian grid (MPI_Dims_create) exchanging the halo of a 7-point
+ *            stencil: a local box whose x, y and z faces hold `count`, count/2 and count/4
+ *            elements (extents 1 : 2 : 4), packed, one block per face and direction.  On few
+ *            ranks a dimension of size 1 or 2 makes a rank its own or its peer's neighbour
+ *            both ways, as MPI defines it.
+ *   graph    a distributed graph (MPI_Dist_graph_create_adjacent) from each rank to rank + 1,
+ *            + 2, + 4 and + 8 (modulo P, each once, not itself), with skewed volumes: `count`
+ *            to rank + 1, count/16 to the others (nothing at all when that is 0: seed 001's
+ *            irregular pattern with zero-size neighbours).
+ */
+#include "bench.h"
+
+#include <string.h>
+
+int pattern_is_neighborhood(enum pattern p)
+{
+    return p == PAT_STENCIL || p == PAT_GRAPH;
+}
+
+/* Blocks back to back, in elements and in bytes. */
+static void place(const int *counts, int n, int *displs, MPI_Aint *bytes, MPI_Aint size)
+{
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        displs[i] = at;
+        bytes[i] = (MPI_Aint)at * size;
+        at += counts[i];
+    }
+}
+
+static void stencil(struct neighbors *nb, int count)
+{
+    int nranks, dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1};
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Dims_create(nranks, 3, dims);
+    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &nb->comm);
+    nb->in = nb->out = 6;
+    /* in-edge k is fed by out-edge k^1 of its neighbour: the same dimension, the same face */
+    for (int j = 0; j < 6; j++) nb->counts[j] = nb->rcounts[j] = count >> (j / 2);
+}
+
+/* The offsets 1, 2, 4, 8 that reach distinct ranks other than rank itself, in that order. */
+static int graph_offsets(int nranks, int *offsets)
+{
+    int n = 0;
+    for (int k = 0; k < 4; k++) {
+        int d = (1 << k) % nranks, seen = d == 0;
+        for (int i = 0; i < n; i++) seen |= offsets[i] == d;
+        if (!seen) offsets[n++] = d;
+    }
+    return n;
+}
+
+static void graph(struct neighbors *nb, int count)
+{
+    int nranks, rank, offsets[4], sources[4], dests[4];
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int n = graph_offsets(nranks, offsets);
+    for (int i = 0; i < n; i++) {
+        dests[i] = (rank + offsets[i]) % nranks;
+        sources[i] = (rank - offsets[i] + nranks) % nranks;
+        nb->counts[i] = nb->rcounts[i] = i == 0 ? count : count / 16;
+    }
+    nb->in = nb->out = n;
+    /* (through a variable: gcc takes Open MPI's MPI_UNWEIGHTED for an empty array being read) */
+    int *volatile unweighted = MPI_UNWEIGHTED;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, n, sources, unweighted, n, dests, unweighted, MPI_INFO_NULL, 0,
+                                   &nb->comm);
+}
+
+void neighbors_create(struct neighbors *nb, enum pattern p, int count, MPI_Datatype type)
+{
+    int size;
+    memset(nb, 0, sizeof *nb);
+    if (p == PAT_STENCIL) stencil(nb, count);
+    else graph(nb, count);
+    MPI_Type_size(type, &size);
+    place(nb->counts, nb->out, nb->displs, nb->adispls, size);
+    place(nb->rcounts, nb->in, nb->rdispls, nb->radispls, size);
+    for (int i = 0; i < NEIGHBOR_EDGES; i++) nb->types[i] = type;
+    /* nodecoll sets a communicator up in its first blocking collective; the nonblocking and
+     * persistent calls that may come first here would otherwise go to the host */
+    MPI_Barrier(nb->comm);
+}
+
+void neighbors_free(struct neighbors *nb)
+{
+    MPI_Comm_free(&nb->comm);
+}
