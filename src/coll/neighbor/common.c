@@ -43,32 +43,44 @@ static void copy_own(nc_comm *c, const nc_args *a, const nc_neighbor_kind *kind)
     }
 }
 
-/* Seed 001's bins: the in-edges from other ranks of my node with something to receive, of at
- * most NODECOLL_NEIGHBOR_SMALL bytes or more; how many. */
-static int bin(const nc_comm *c, const nc_args *a, int small, int *edges)
+/* Seed 001's bins: the in-edges from other ranks of my node with something to receive, those
+ * of at most NODECOLL_NEIGHBOR_SMALL bytes first; how many. */
+static int bin(const nc_comm *c, const nc_args *a, int *edges)
 {
     const nc_neighbors *nb = c->neighbors;
     size_t limit = (size_t)c->cfg.neighbor_small;
     int count = 0;
-    for (int k = 0; k < nb->indegree; k++) {
-        int r = nb->in[k];
-        size_t len = nc_vec_len(a->move.recv_vec, k);
-        if (len && r != c->rank && nc_neighbor_local(c, r) && (len <= limit) == small) edges[count++] = k;
-    }
+    for (int small = 1; small >= 0; small--)
+        for (int k = 0; k < nb->indegree; k++) {
+            int r = nb->in[k];
+            size_t len = nc_vec_len(a->move.recv_vec, k);
+            if (len && r != c->rank && nc_neighbor_local(c, r) && (len <= limit) == small) edges[count++] = k;
+        }
     return count;
 }
 
-/* Reads the bin's edges whose senders have published, keeping the others (in order); how
- * many are left. */
+/* Reads, in bin order, edges whose senders have published, keeping the others (in order),
+ * and stops after a large block (meanwhile a small one may have become ready); how many are
+ * left, and in st->progressed whether it read any.  So a small block is read before a large
+ * one whenever both can be, and a large block that can be is not kept waiting behind a small
+ * one that cannot. */
 static int read_published(nc_comm *c, const nc_args *a, nc_neighbor_state *st, const nc_neighbor_kind *kind)
 {
     const nc_neighbors *nb = c->neighbors;
-    int left = 0;
-    for (int i = 0; i < st->count; i++) {
-        int k = st->edges[i];
-        if (nc_move_has_published(c, c->node_rank_of[nb->in[k]], st->seq)) kind->read(c, a, k);
-        else st->edges[left++] = k;
+    size_t limit = (size_t)c->cfg.neighbor_small;
+    int left = 0, i = 0;
+    st->progressed = 0;
+    while (i < st->count) {
+        int k = st->edges[i++];
+        if (!nc_move_has_published(c, c->node_rank_of[nb->in[k]], st->seq)) {
+            st->edges[left++] = k;
+            continue;
+        }
+        kind->read(c, a, k);
+        st->progressed = 1;
+        if (nc_vec_len(a->move.recv_vec, k) > limit) break;
     }
+    while (i < st->count) st->edges[left++] = st->edges[i++];
     return left;
 }
 
@@ -128,11 +140,11 @@ nc_step nc_neighbor_progress(nc_op *op, nc_neighbor_state *st, const nc_neighbor
     NC_AWAIT(st, nc_move_readers_done(op, &c->node));
     st->awaits_readers = kind->publish(c, a, st->seq, st->readers);
     copy_own(c, a, kind);
-    for (st->small = 1; st->small >= 0; st->small--)
-        for (st->count = bin(c, a, st->small, st->edges); st->count > 0;) {
-            st->count = read_published(c, a, st, kind);
-            if (st->count) NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[c->neighbors->in[st->edges[0]]], st->seq, NULL));
-        }
+    for (st->count = bin(c, a, st->edges); st->count > 0;) {
+        st->count = read_published(c, a, st, kind);
+        if (st->count && !st->progressed)
+            NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[c->neighbors->in[st->edges[0]]], st->seq, NULL));
+    }
     /* My readers never wait on a remote rank: my reads are done before the remote part. */
     nc_move_done(&c->node, st->seq);
     if (nc_comm_multinode(c)) {

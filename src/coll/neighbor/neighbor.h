@@ -6,8 +6,9 @@
  * On the node, a rank publishes once per call and each receiver reads its in-edges straight
  * from their senders, from the sender's slot (small blocks) or its buffer (single copy):
  * nothing is forwarded.  In seed 001's bins: an in-edge with nothing to receive is never
- * looked at (no flag read, no wait), small blocks are read before large ones, and within a
- * bin whichever sender has published is read first.  Edges from myself are local copies.
+ * looked at (no flag read, no wait), and of the senders that have published, the small
+ * blocks are read before the large ones (a receiver waits only when none is ready, for the
+ * first small one left).  Edges from myself are local copies.
  * Across nodes, every rank sends its non-empty out-blocks to the remote ranks point to point
  * (small before large, each receive posted first), in an order that makes MPI's message
  * ordering pair each block with its in-edge (nc_neighbor_progress). */
@@ -19,7 +20,7 @@
 typedef struct nc_neighbor_state {
     int pc;
     int awaits_readers; /* something I published is read from my buffer: await my readers */
-    int small, count, nsends, nrecvs;
+    int count, progressed, nsends, nrecvs;
     uint64_t seq;
     int *edges;          /* the bin being read: its in-edges not read yet */
     int *recv_edges;     /* the in-edge of each remote receive */
