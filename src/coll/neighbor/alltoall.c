@@ -1,7 +1,8 @@
 /* Neighbor_alltoall(v,w): block j of the send vector goes to out-edge j.  On the node every
  * rank publishes an edge table (coll/move.h, nc_edge_span: per out-edge where its block is,
- * how long, to whom), with each small block copied into its slot while room lasts and the
- * others left in its buffer for single-copy reads; each receiver reads, for each in-edge,
+ * how long, to whom) at the start of its move area, with each small block copied right after
+ * it while room lasts (NODECOLL_MOVE_SLOT) and the others left in its buffer for single-copy
+ * reads; each receiver reads, for each in-edge,
  * the entry of the out-edge that feeds it (nc_neighbors.in_match: known on a Cartesian grid,
  * found once per communicator in the sender's table for a graph), in seed 001's bins
  * (neighbor.h).  Remote out-neighbours get their blocks point to point. */
@@ -21,18 +22,16 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
     nc_node *n = &c->node;
     const nc_neighbors *nb = c->neighbors;
     const nc_vec *send = a->move.send_vec;
-    char *slot;
-    nc_edge_span *table = (nc_edge_span *)(void *)nc_move_area(c, &slot);
-    size_t room = nc_move_slot_bytes(c), used = 0;
-    if (room > (size_t)c->cfg.move_slot) room = (size_t)c->cfg.move_slot;
+    nc_edge_span *table = (nc_edge_span *)(void *)nc_move_area(c, NULL);
+    size_t at = nc_carved(sizeof(nc_edge_span) * (size_t)nb->outdegree), end = at + nc_neighbor_slot_room(c, at);
     int direct = 0, nreaders = 0;
     for (int j = 0; j < nb->outdegree; j++) {
         int r = nb->out[j];
         size_t len = nc_vec_len(send, j);
-        int reader = len && r != c->rank && nc_neighbor_local(c, r), in_slot = reader && len <= room - used;
-        table[j] = (nc_edge_span){in_slot ? used : nc_vec_off(send, j), len, r, (uint32_t)in_slot};
-        if (in_slot) memcpy(slot + used, nc_vec_at(send, j), len);
-        used += in_slot ? len : 0;
+        int reader = len && r != c->rank && nc_neighbor_local(c, r), in_slot = reader && len <= end - at;
+        table[j] = (nc_edge_span){in_slot ? at : nc_vec_off(send, j), len, r, (uint32_t)in_slot};
+        if (in_slot) memcpy((char *)table + at, nc_vec_at(send, j), len);
+        at += in_slot ? len : 0;
         direct |= reader && !in_slot;
         if (reader) nc_neighbor_add_reader(n, marks, c->node_rank_of[r], &nreaders);
     }
@@ -61,8 +60,7 @@ static void read_edge(nc_comm *c, const nc_args *a, int k)
     if (nb->in_match[k] == -1) nb->in_match[k] = find_match(c, &p, k);
     if (nb->in_match[k] < 0 || (uint64_t)nb->in_match[k] >= p.bytes) return;
     nc_edge_span e = ((const nc_edge_span *)(const void *)p.table)[nb->in_match[k]];
-    p.in_slot = (int)e.in_slot;
-    nc_move_read_block(c, &p, e.off, recv, k, nc_fit(c, e.len, nc_vec_len(recv, k)));
+    nc_neighbor_read_block(c, &p, (int)e.in_slot, e.off, recv, k, nc_fit(c, e.len, nc_vec_len(recv, k)));
 }
 
 static const nc_neighbor_kind alltoall = {publish, read_edge, block};

@@ -7,6 +7,16 @@
 
 int nc_neighbor_applies(const nc_comm *c, const nc_args *a) { return c->neighbors && nc_move_anywhere(c, a); }
 
+void nc_neighbor_read_block(nc_comm *c, nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len)
+{
+    if (in_slot) {
+        nc_vec_unpack(recv, k, nc_node_move_area(&c->node, p->rank) + off, len);
+        return;
+    }
+    p->in_slot = 0;
+    nc_move_read_block(c, p, off, recv, k, len);
+}
+
 /* Working memory (the communicator's scratch, taken in progress) and the round. */
 static void start(nc_comm *c, const nc_args *a, nc_neighbor_state *st)
 {

@@ -55,6 +55,19 @@ static inline void nc_neighbor_add_reader(nc_node *n, unsigned char *marks, int 
     n->move_readers[(*nreaders)++] = peer;
 }
 
+/* Small blocks are copied into the publisher's move area from its start (where no span
+ * table of the data-movement family is needed, or right after the edge table), so that a
+ * tiny block shares its cache lines with what announces it.  Room for them from `offset`. */
+static inline size_t nc_neighbor_slot_room(const nc_comm *c, size_t offset)
+{
+    size_t area = c->node.layout.move_bytes, limit = (size_t)c->cfg.move_slot;
+    size_t room = area > offset ? area - offset : 0;
+    return room < limit ? room : limit;
+}
+/* Block k of the receive vector from publication p: `len` bytes at `off` of the publisher's
+ * move area (in_slot), or of its buffer (a single-copy read). */
+void nc_neighbor_read_block(nc_comm *c, nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len);
+
 /* The hard requirements: single copy everywhere, and a topology. */
 int nc_neighbor_applies(const nc_comm *c, const nc_args *a);
 
