@@ -108,7 +108,6 @@ static void list_remote(nc_comm *c, const nc_args *a, nc_neighbor_state *st, con
     size_t limit = (size_t)c->cfg.neighbor_small;
     nc_xfer *sends = st->xfers, *recvs = st->xfers + nb->outdegree;
     char *at = st->landing;
-    st->nsends = st->nrecvs = 0;
     for (int i = 0; i < nb->indegree; i++) {
         int k = nb->cartesian ? i ^ 1 : i, r = nb->in[k];
         size_t len = nc_vec_len(recv, k);
@@ -141,12 +140,33 @@ static void unpack_landed(const nc_comm *c, const nc_args *a, const nc_neighbor_
     for (int i = 0; i < st->nrecvs; i++) nc_vec_unpack(a->move.recv_vec, st->recv_edges[i], recvs[i].buf, recvs[i].bytes);
 }
 
+/* For `ready`: whether the remote edges are done.  A blocking call waiting in place first
+ * tests them as often as the node's policy spins on a flag (each test progresses the host),
+ * and only then lets the engine yield between tests. */
+static int remote_done(nc_op *op, nc_neighbor_state *st)
+{
+    int spin = nc_op_waits_here(op) ? op->c->node.wait.spin : 0;
+    for (int i = 0; i < spin; i++)
+        if (nc_bridge_done(op, &st->req)) return 1;
+    return nc_bridge_done(op, &st->req);
+}
+
+/* The remote edges go first, as host requests that complete while the node's edges are
+ * read and copied (point-to-point requests match whatever form the peers use, so a blocking
+ * call may start them too); a node's readers still never wait on another node, since the
+ * node part does not wait for them. */
 nc_step nc_neighbor_progress(nc_op *op, nc_neighbor_state *st, const nc_neighbor_kind *kind)
 {
     nc_comm *c = op->c;
     const nc_args *a = op->args;
     NC_BEGIN(st);
     start(c, a, st);
+    st->nsends = st->nrecvs = 0;
+    if (nc_comm_multinode(c)) list_remote(c, a, st, kind);
+    if (st->nsends || st->nrecvs) {
+        NC_AWAIT(st, nc_host_allowed(op));
+        nc_op_fail(op, exchange_remote(c, st, &st->req));
+    }
     NC_AWAIT(st, nc_move_readers_done(op, &c->node));
     st->awaits_readers = kind->publish(c, a, st->seq, st->readers);
     copy_own(c, a, kind);
@@ -155,11 +175,9 @@ nc_step nc_neighbor_progress(nc_op *op, nc_neighbor_state *st, const nc_neighbor
         if (st->count && !st->progressed)
             NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[c->neighbors->in[st->edges[0]]], st->seq, NULL));
     }
-    /* My readers never wait on a remote rank: my reads are done before the remote part. */
     nc_move_done(&c->node, st->seq);
-    if (nc_comm_multinode(c)) {
-        list_remote(c, a, st, kind);
-        if (st->nsends || st->nrecvs) NC_BRIDGE_STEP(op, st, &st->req, exchange_remote(c, st, op->bridge_req));
+    if (st->nsends || st->nrecvs) {
+        NC_AWAIT(st, remote_done(op, st));
         if (st->landing && !op->err) unpack_landed(c, a, st);
     }
     if (st->awaits_readers) NC_AWAIT(st, nc_move_readers_done(op, &c->node));
