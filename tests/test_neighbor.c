@@ -21,10 +21,8 @@
  *
  * Argument: number of random topologies per kind (default 2). */
 #define _DEFAULT_SOURCE /* alarm */
-#include <signal.h>
-#include <unistd.h>
-
 #include "common.h"
+#include "watch.h"
 
 enum { K_CART, K_GRAPH, K_ADJACENT, K_DIST, K_KINDS };
 static const char *kind_names[] = {"cartesian", "graph", "dist-graph-adjacent", "dist-graph"};
@@ -478,49 +476,38 @@ static void run_topo(const topo *t, int seed)
 
 /* ---- zero-size neighbours ------------------------------------------------------------------ */
 
-/* A deadlock the case is built to expose fails the test after a minute, saying which. */
-static const char *watched;
-static void watchdog(int sig)
-{
-    (void)sig;
-    if (write(2, watched, strlen(watched)) < 0) _exit(3);
-    _exit(2);
-}
-
-static void watch(const char *what)
-{
-    watched = what;
-    signal(SIGALRM, watchdog);
-    alarm(what ? 60 : 0);
-}
-
 /* A ring of every rank, both ways, in which rank 0's edges carry nothing: rank 0 must leave
  * Neighbor_alltoallv without waiting for its neighbours, which enter the call only after a
  * message from rank 0 says it has left (a rank 0 that waited for them would deadlock).
  * Ordered, not timed: it cannot flake when oversubscribed. */
+typedef struct zero_call {
+    int *send, *recv, *counts, *displs;
+    MPI_Comm comm;
+} zero_call;
+
+static void zero_ring(void *ctx)
+{
+    zero_call *z = ctx;
+    T_OK(MPI_Neighbor_alltoallv(z->send, z->counts, z->displs, MPI_INT, z->recv, z->counts, z->displs, MPI_INT, z->comm));
+}
+
 static void run_zero_neighbors(void)
 {
     const char *check = getenv("NODECOLL_CHECK"); /* (which makes every call wait for every rank) */
     if (t_size < 3 || (check && atoi(check))) return;
     int ring[2] = {(t_rank + t_size - 1) % t_size, (t_rank + 1) % t_size}, counts[2], displs[2] = {0, 1};
-    int send[2] = {t_rank, t_rank}, recv[2] = {-1, -1}, token = 0;
+    int send[2] = {t_rank, t_rank}, recv[2] = {-1, -1};
     for (int i = 0; i < 2; i++) counts[i] = t_rank == 0 || ring[i] == 0 ? 0 : 1;
     int *volatile unweighted = MPI_UNWEIGHTED; /* (gcc takes Open MPI's for an empty array read) */
     MPI_Comm comm;
     MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, ring, unweighted, 2, ring, unweighted, MPI_INFO_NULL, 0, &comm);
-    T_OK(MPI_Neighbor_alltoallv(send, counts, displs, MPI_INT, recv, counts, displs, MPI_INT, comm)); /* (set up) */
+    zero_call z = {send, recv, counts, displs, comm};
+    zero_ring(&z); /* (sets the communicator up) */
     MPI_Barrier(comm);
-    if (t_rank == 0) {
-        watch("FAIL: neighbor_alltoallv: a rank with only zero-size neighbours waited for them (deadlock)\n");
-        T_OK(MPI_Neighbor_alltoallv(send, counts, displs, MPI_INT, recv, counts, displs, MPI_INT, comm));
-        watch(NULL);
-        for (int r = 1; r < t_size; r++) PMPI_Send(&token, 1, MPI_INT, r, 77, comm);
-    } else {
-        PMPI_Recv(&token, 1, MPI_INT, 0, 77, comm, MPI_STATUS_IGNORE);
-        T_OK(MPI_Neighbor_alltoallv(send, counts, displs, MPI_INT, recv, counts, displs, MPI_INT, comm));
-        for (int i = 0; i < 2; i++)
-            T_CHECK(!counts[i] || recv[i] == ring[i], "zero-size ring: in-edge %d has %d, not %d", i, recv[i], ring[i]);
-    }
+    run_rank0_first(comm, zero_ring, &z,
+                    "FAIL: neighbor_alltoallv: a rank with only zero-size neighbours waited for them (deadlock)\n");
+    for (int i = 0; i < 2; i++)
+        T_CHECK(!counts[i] || recv[i] == ring[i], "zero-size ring: in-edge %d has %d, not %d", i, recv[i], ring[i]);
     MPI_Barrier(comm);
     MPI_Comm_free(&comm);
 }

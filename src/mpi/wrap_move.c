@@ -590,30 +590,35 @@ NC_MOVE_FORMS(Scatterv, Iscatterv,
               (args_set(&call.a, NC_COLL_SCATTERV, root, recvbuf, rcount, rtype),
                vec_varying(&call.a.send, sendbuf, scounts, displs, stype)))
 
-NC_MOVE_FORMS(Allgather, Iallgather,
-              NC_ALL_PARAMS, NC_ALL_ARGS,
-              (args_set(&call.a, NC_COLL_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype),
-               vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
+/* Allgather(v) and Alltoall(v) share their parameter lists and descriptions with their
+ * neighbourhood forms (below): each once, for both. */
+#define NC_ALLGATHERV_PARAMS                                                                                      \
+    (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[], const int displs[], \
+     MPI_Datatype rtype, MPI_Comm comm)
+#define NC_ALLGATHERV_ARGS (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm)
+#define NC_ALLTOALLV_PARAMS                                                                                      \
+    (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,           \
+     const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+#define NC_ALLTOALLV_ARGS (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm)
+#define NC_DESCRIBE_ALLGATHER(coll)                                             \
+    (args_set(&call.a, coll, NC_CALL_NONE, sendbuf, scount, stype),            \
+     vec_uniform(&call.a.recv, recvbuf, rcount, rtype))
+#define NC_DESCRIBE_ALLGATHERV(coll)                                            \
+    (args_set(&call.a, coll, NC_CALL_NONE, sendbuf, scount, stype),            \
+     vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype))
+#define NC_DESCRIBE_ALLTOALL(coll)                                              \
+    (args_set(&call.a, coll, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),        \
+     vec_uniform(&call.a.send, sendbuf, scount, stype), vec_uniform(&call.a.recv, recvbuf, rcount, rtype))
+#define NC_DESCRIBE_ALLTOALLV(coll)                                             \
+    (args_set(&call.a, coll, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),        \
+     vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),              \
+     vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype))
 
-NC_MOVE_FORMS(Allgatherv, Iallgatherv,
-              (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
-               const int displs[], MPI_Datatype rtype, MPI_Comm comm),
-              (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm),
-              (args_set(&call.a, NC_COLL_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype),
-               vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
-
-NC_MOVE_FORMS(Alltoall, Ialltoall,
-              NC_ALL_PARAMS, NC_ALL_ARGS,
-              (args_set(&call.a, NC_COLL_ALLTOALL, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
-               vec_uniform(&call.a.send, sendbuf, scount, stype), vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
-
-NC_MOVE_FORMS(Alltoallv, Ialltoallv,
-              (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,
-               const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm),
-              (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm),
-              (args_set(&call.a, NC_COLL_ALLTOALLV, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
-               vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),
-               vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype)))
+NC_MOVE_FORMS(Allgather, Iallgather, NC_ALL_PARAMS, NC_ALL_ARGS, NC_DESCRIBE_ALLGATHER(NC_COLL_ALLGATHER))
+NC_MOVE_FORMS(Allgatherv, Iallgatherv, NC_ALLGATHERV_PARAMS, NC_ALLGATHERV_ARGS,
+              NC_DESCRIBE_ALLGATHERV(NC_COLL_ALLGATHERV))
+NC_MOVE_FORMS(Alltoall, Ialltoall, NC_ALL_PARAMS, NC_ALL_ARGS, NC_DESCRIBE_ALLTOALL(NC_COLL_ALLTOALL))
+NC_MOVE_FORMS(Alltoallv, Ialltoallv, NC_ALLTOALLV_PARAMS, NC_ALLTOALLV_ARGS, NC_DESCRIBE_ALLTOALLV(NC_COLL_ALLTOALLV))
 
 NC_MOVE_FORMS(Alltoallw, Ialltoallw,
               (const void *sendbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[],
@@ -623,34 +628,16 @@ NC_MOVE_FORMS(Alltoallw, Ialltoallw,
                vec_typed(&call.a.send, sendbuf, scounts, sdispls, stypes),
                vec_typed(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))
 
-/* The neighbourhood collectives: the same parameters as Allgather(v) and Alltoall(v,w), a
- * block per edge of the communicator's topology (Neighbor_alltoallw's displacements are
- * MPI_Aint). */
-NC_NEIGHBOR_FORMS(Neighbor_allgather, Ineighbor_allgather,
-                  NC_ALL_PARAMS, NC_ALL_ARGS,
-                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype),
-                   vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
-
-NC_NEIGHBOR_FORMS(Neighbor_allgatherv, Ineighbor_allgatherv,
-                  (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
-                   const int displs[], MPI_Datatype rtype, MPI_Comm comm),
-                  (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm),
-                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype),
-                   vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
-
-NC_NEIGHBOR_FORMS(Neighbor_alltoall, Ineighbor_alltoall,
-                  NC_ALL_PARAMS, NC_ALL_ARGS,
-                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALL, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
-                   vec_uniform(&call.a.send, sendbuf, scount, stype),
-                   vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
-
-NC_NEIGHBOR_FORMS(Neighbor_alltoallv, Ineighbor_alltoallv,
-                  (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,
-                   const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm),
-                  (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm),
-                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALLV, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
-                   vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),
-                   vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype)))
+/* The neighbourhood collectives: a block per edge of the communicator's topology
+ * (Neighbor_alltoallw's displacements are MPI_Aint). */
+NC_NEIGHBOR_FORMS(Neighbor_allgather, Ineighbor_allgather, NC_ALL_PARAMS, NC_ALL_ARGS,
+                  NC_DESCRIBE_ALLGATHER(NC_COLL_NEIGHBOR_ALLGATHER))
+NC_NEIGHBOR_FORMS(Neighbor_allgatherv, Ineighbor_allgatherv, NC_ALLGATHERV_PARAMS, NC_ALLGATHERV_ARGS,
+                  NC_DESCRIBE_ALLGATHERV(NC_COLL_NEIGHBOR_ALLGATHERV))
+NC_NEIGHBOR_FORMS(Neighbor_alltoall, Ineighbor_alltoall, NC_ALL_PARAMS, NC_ALL_ARGS,
+                  NC_DESCRIBE_ALLTOALL(NC_COLL_NEIGHBOR_ALLTOALL))
+NC_NEIGHBOR_FORMS(Neighbor_alltoallv, Ineighbor_alltoallv, NC_ALLTOALLV_PARAMS, NC_ALLTOALLV_ARGS,
+                  NC_DESCRIBE_ALLTOALLV(NC_COLL_NEIGHBOR_ALLTOALLV))
 
 NC_NEIGHBOR_FORMS(Neighbor_alltoallw, Ineighbor_alltoallw,
                   (const void *sendbuf, const int scounts[], const MPI_Aint sdispls[], const MPI_Datatype stypes[],
