@@ -124,6 +124,8 @@ double coll_poly(const signed char c[3], int nranks);
 struct neighbors {
     MPI_Comm comm;
     int in, out;                                  /* edges */
+    int sources[NEIGHBOR_EDGES], dests[NEIGHBOR_EDGES]; /* as the topology queries give them */
+    int cartesian;
     int counts[NEIGHBOR_EDGES], displs[NEIGHBOR_EDGES];   /* out-edges, elements */
     int rcounts[NEIGHBOR_EDGES], rdispls[NEIGHBOR_EDGES]; /* in-edges */
     MPI_Aint adispls[NEIGHBOR_EDGES], radispls[NEIGHBOR_EDGES];
@@ -135,6 +137,10 @@ int pattern_is_neighborhood(enum pattern p);
  * MPI_COMM_WORLD; the communicator is set up by one nodecoll collective). */
 void neighbors_create(struct neighbors *nb, enum pattern p, int count, MPI_Datatype type);
 void neighbors_free(struct neighbors *nb);
+/* --check's oracle: the call as MPI defines it, through the host's point-to-point calls
+ * (MPICH 4.0.2's own Neighbor_alltoallv/w order the blocks of a rank that is a neighbour twice
+ * otherwise).  0 or an MPI error. */
+int neighbors_oracle(const struct neighbors *nb, const struct call *c);
 
 /* ---- datatypes and operations (dtypes.c) --------------------------------------------- */
 

@@ -465,9 +465,14 @@ static int check_round(struct run_state *st, int round, int tell)
     char *out = output_of(st, &bytes);
     memcpy(st->a->shadow, out, bytes);
     prepare_check(st, seed);
-    /* The oracle is the host's blocking call in every mode: MPICH 4.0.2's own persistent
-     * collectives deliver nothing from their second start on. */
-    call_blocking(st, VAR_HOST);
+    /* The oracle is the host's blocking call in every mode (MPICH 4.0.2's own persistent
+     * collectives deliver nothing from their second start on), or for a neighbourhood pattern
+     * MPI's definition (neighbors.c). */
+    if (pattern_is_neighborhood(st->pt->coll->pattern)) {
+        if (neighbors_oracle(&st->nb, &st->call)) call_failed(st, VAR_HOST, "oracle");
+    } else {
+        call_blocking(st, VAR_HOST);
+    }
     if (!compares_here(st) || !memcmp(st->a->shadow, out, bytes)) return 0;
     if (tell) report_mismatch(st, st->a->shadow, out, bytes);
     return 1;

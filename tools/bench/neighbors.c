@@ -39,6 +39,9 @@ static void stencil(struct neighbors *nb, int count)
     MPI_Dims_create(nranks, 3, dims);
     MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &nb->comm);
     nb->in = nb->out = 6;
+    nb->cartesian = 1;
+    for (int d = 0; d < 3; d++) MPI_Cart_shift(nb->comm, d, 1, &nb->sources[2 * d], &nb->sources[2 * d + 1]);
+    memcpy(nb->dests, nb->sources, sizeof nb->dests);
     /* in-edge k is fed by out-edge k^1 of its neighbour: the same dimension, the same face */
     for (int j = 0; j < 6; j++) nb->counts[j] = nb->rcounts[j] = count >> (j / 2);
 }
@@ -57,7 +60,7 @@ static int graph_offsets(int nranks, int *offsets)
 
 static void graph(struct neighbors *nb, int count)
 {
-    int nranks, rank, offsets[4], sources[4], dests[4];
+    int nranks, rank, offsets[4], *sources = nb->sources, *dests = nb->dests;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int n = graph_offsets(nranks, offsets);
@@ -91,4 +94,38 @@ void neighbors_create(struct neighbors *nb, enum pattern p, int count, MPI_Datat
 void neighbors_free(struct neighbors *nb)
 {
     MPI_Comm_free(&nb->comm);
+}
+
+/* How often list[i] appears in list[0 .. i). */
+static int occurrence(const int *list, int i)
+{
+    int m = 0;
+    for (int j = 0; j < i; j++) m += list[j] == list[i];
+    return m;
+}
+
+/* Each edge a message whose tag pairs it as MPI does: on a Cartesian grid out-edge j feeds
+ * in-edge j^1 (tag: the sender's edge), in a graph the m-th edge between two ranks feeds the
+ * m-th (tag: m). */
+int neighbors_oracle(const struct neighbors *nb, const struct call *c)
+{
+    MPI_Request req[2 * NEIGHBOR_EDGES];
+    MPI_Status st[2 * NEIGHBOR_EDGES];
+    MPI_Aint lb, extent;
+    int n = 0, err = MPI_SUCCESS;
+    MPI_Type_get_extent(c->type, &lb, &extent);
+    for (int k = 0; k < nb->in && err == MPI_SUCCESS; k++) {
+        int tag = nb->cartesian ? k ^ 1 : occurrence(nb->sources, k);
+        if (nb->sources[k] != MPI_PROC_NULL)
+            err = PMPI_Irecv((char *)c->rbuf + (MPI_Aint)nb->rdispls[k] * extent, nb->rcounts[k], c->type,
+                             nb->sources[k], tag, nb->comm, &req[n++]);
+    }
+    for (int j = 0; j < nb->out && err == MPI_SUCCESS; j++) {
+        int tag = nb->cartesian ? j : occurrence(nb->dests, j);
+        if (nb->dests[j] != MPI_PROC_NULL)
+            err = PMPI_Isend((char *)c->sbuf + (MPI_Aint)nb->displs[j] * extent, nb->counts[j], c->type, nb->dests[j],
+                             tag, nb->comm, &req[n++]);
+    }
+    int waited = PMPI_Waitall(n, req, st);
+    return err != MPI_SUCCESS ? err : waited;
 }
