@@ -171,9 +171,7 @@ static topo make_topo(int kind, uint64_t *rng)
         MPI_Graph_neighbors(t.comm, t_rank, t.indeg, t.in);
         memcpy(t.out, t.in, sizeof(int) * (size_t)t.indeg);
     } else {
-        /* (Weights only where the graph has them: Open MPI 4.1.4 given weight arrays for a graph
-         * made without them breaks the communicator's neighbourhood collectives: a rank waits
-         * forever.) */
+        /* (weight arrays only where the graph has weights) */
         int *w = weighted ? malloc(sizeof(int) * (size_t)(t.indeg + t.outdeg + 1)) : NULL;
         MPI_Dist_graph_neighbors(t.comm, t.indeg, t.in, w ? w : MPI_UNWEIGHTED, t.outdeg, t.out,
                                  w ? w + t.indeg : MPI_UNWEIGHTED);
