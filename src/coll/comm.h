@@ -77,7 +77,7 @@ typedef struct nc_watch {
 } nc_watch;
 
 /* A communicator's virtual topology as the neighbourhood collectives see it, read once when
- * its state is set up (the adapter's topology.c).  In-edge k brings block k of the receive
+ * its state is set up (the adapter's neighbor_lists.c).  In-edge k brings block k of the receive
  * vector from comm rank in[k]; out-edge j takes block j of the send vector to out[j]; -1 is
  * MPI_PROC_NULL (a missing neighbour of a non-periodic Cartesian grid: nothing moves).  A
  * rank may appear several times, itself included.  Which out-edge of in[k] feeds in-edge k

@@ -1,7 +1,7 @@
 #include "state.h"
 
 #include "bridge.h"
-#include "topology.h"
+#include "neighbor_lists.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -277,7 +277,7 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     if (c->size == 1) return NC_ALG_PMPI_SIZE1;
     PMPI_Comm_rank(comm, &c->rank);
     adopt_root_settings(c, comm);
-    nc_mpi_topology_read(c, comm); /* (before the segment: it sizes the edge tables) */
+    nc_mpi_neighbor_lists_read(c, comm); /* (before the segment: it sizes the edge tables) */
     split_node(s, comm, &physical_size);
     build_bridge_and_tables(s, comm);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -316,7 +316,7 @@ static void release_resources(nc_mpi_comm *s)
     free(s->coll.node_rank_of);
     free(s->coll.node_members);
     free(s->coll.node_start);
-    nc_mpi_topology_free(&s->coll);
+    nc_mpi_neighbor_lists_free(&s->coll);
     n->pids = NULL;
     n->slot_use = NULL;
     n->cons_seen = NULL;

@@ -137,7 +137,8 @@ static int exchange_remote(nc_comm *c, const nc_neighbor_state *st, nc_bridge_re
 static void unpack_landed(const nc_comm *c, const nc_args *a, const nc_neighbor_state *st)
 {
     const nc_xfer *recvs = st->xfers + c->neighbors->outdegree;
-    for (int i = 0; i < st->nrecvs; i++) nc_vec_unpack(a->move.recv_vec, st->recv_edges[i], recvs[i].buf, recvs[i].bytes);
+    for (int i = 0; i < st->nrecvs; i++)
+        nc_vec_unpack(a->move.recv_vec, st->recv_edges[i], recvs[i].buf, recvs[i].bytes);
 }
 
 /* For `ready`: whether the remote edges are done.  A blocking call waiting in place first

@@ -3,7 +3,7 @@
  * communicator's lists go with it and a handle MPI reuses for another communicator starts
  * afresh.  The topology queries are slow (Open MPI's MPI_Cart_shift computes coordinates
  * each time) and never change for a communicator. */
-#include "topology.h"
+#include "neighbor_lists.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +103,7 @@ static void derive(nc_neighbors *nb, int me, int *last)
     }
 }
 
-void nc_mpi_topology_read(nc_comm *c, MPI_Comm comm)
+void nc_mpi_neighbor_lists_read(nc_comm *c, MPI_Comm comm)
 {
     int kind = MPI_UNDEFINED;
     PMPI_Topo_test(comm, &kind);
@@ -118,7 +118,7 @@ void nc_mpi_topology_read(nc_comm *c, MPI_Comm comm)
     c->neighbors = nb;
 }
 
-void nc_mpi_topology_free(nc_comm *c)
+void nc_mpi_neighbor_lists_free(nc_comm *c)
 {
     free(c->neighbors);
     c->neighbors = NULL;
