@@ -1,4 +1,4 @@
-/* An allgather-driven iteration shaped like the BPMF sampler of seed 002 (section 5.2.2):
+/* An allgather-driven iteration shaped like the BPMF sampler of Zhou et al. (section 5.2.2):
  * users and items each have K latent factors; every iteration each rank updates the rows of
  * its own users from all item rows, the user rows are allgathered, then each rank updates
  * its items from all user rows, and those are allgathered.  Rows are split unevenly

@@ -1,4 +1,4 @@
-/* Seed 002, figure 7: within one node, the node-shared Allgather against MPI_Allgather, for
+/* Zhou et al., figure 7: within one node, the node-shared Allgather against MPI_Allgather, for
  * 1 to 32768 doubles per rank.  Each variant has every rank write its block (into its send
  * buffer, or in place into the node's copy after nodecoll_shared_get_buffer) and then make
  * the call; the node-shared cost stays nearly flat because no rank copies anyone's data.
@@ -8,7 +8,7 @@
  * Per size: the variants alternate within each round; a round's time per call is the
  * slowest rank's; the median over rounds is printed (microseconds), with PMPI / shared.
  * "MPI_Allgather" is whatever the program links: the host MPI's, or nodecoll's where it
- * accelerates Allgather; "PMPI" always the host's.  "seed 002" is the seed's own scheme on
+ * accelerates Allgather; "PMPI" always the host's.  "MPI+MPI" is Zhou et al.'s own scheme on
  * one node: an MPI-3 shared window, each rank writes its block between two MPI_Barriers
  * (the first so nobody still reads the previous result, the second so all blocks are in).
  * After each size every variant's result is checked; the exit status is 1 if any was wrong. */
@@ -40,7 +40,7 @@ static void write_block(double *block, int count, int iter)
 }
 
 /* Seconds per call of variant v (0: PMPI_Allgather, 1: MPI_Allgather, 2: node-shared,
- * 3: seed 002's window and barriers), slowest rank. */
+ * 3: Zhou et al.'s window and barriers), slowest rank. */
 static double time_variant(bench *b, int v)
 {
     const void *result;
@@ -95,14 +95,14 @@ int main(int argc, char **argv)
     b.recv = malloc(sizeof(double) * (size_t)max_count * (size_t)b.size);
     MPI_Aint bytes = (MPI_Aint)(sizeof(double) * (size_t)max_count * (size_t)b.size);
     nodecoll_shared_create(MPI_COMM_WORLD, bytes, &b.h);
-    MPI_Win window; /* seed 002: the leader allocates, everybody queries its base */
+    MPI_Win window; /* Zhou et al.: the leader allocates, everybody queries its base */
     MPI_Aint window_size;
     int disp_unit;
     MPI_Win_allocate_shared(b.rank ? 0 : bytes, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &b.window_base, &window);
     MPI_Win_shared_query(window, 0, &window_size, &disp_unit, &b.window_base);
     if (b.rank == 0)
         printf("%8s %12s %12s %12s %12s %8s  (us per call, %d ranks, median of %d rounds)\n", "doubles", "PMPI",
-               "MPI_Allgather", "node-shared", "seed 002", "PMPI/ns", b.size, rounds);
+               "MPI_Allgather", "node-shared", "MPI+MPI", "PMPI/ns", b.size, rounds);
     double *t[VARIANTS];
     int bad = 0;
     for (int v = 0; v < VARIANTS; v++) t[v] = malloc(sizeof(double) * (size_t)rounds);

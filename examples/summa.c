@@ -1,4 +1,4 @@
-/* SUMMA matrix multiplication (seed 002, section 5.2.1) written twice: with plain MPI_Bcast
+/* SUMMA matrix multiplication (Zhou et al., section 5.2.1) written twice: with plain MPI_Bcast
  * into private buffers, and with the node-shared Bcast, where every rank of a node multiplies
  * straight out of the node's one copy of the broadcast blocks.  Both must give bit-identical
  * C, which must also equal C computed directly (small integer entries: exact in doubles).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything nodecoll needs on Debian 12 (idempotent: skips what is present).
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config
-      openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev
+PKGS=(build-essential cmake pkg-config gfortran
+      openmpi-bin libopenmpi-dev mpich libmpich-dev libhwloc-dev hwloc
       python3 python3-matplotlib)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -51,6 +51,17 @@ static inline uint64_t t_rand(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* order[0..n) = a random permutation of 0..n-1 (Fisher-Yates, n - 1 draws). */
+static inline void t_permutation(int *order, int n, uint64_t *state)
+{
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(t_rand(state) % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 __attribute__((format(printf, 1, 2))) static inline void t_fail(const char *fmt, ...)
 {
     va_list ap;

@@ -1,4 +1,4 @@
-# The benchmark itself: every collective (seed 001's patterns included) at three sizes, two
+# The benchmark itself: every collective (Balaji et al.'s patterns included) at three sizes, two
 # roots, with --check comparing each nodecoll result with the host's (a mismatch fails the
 # run).  Tiny time budget: this tests the tool and the results, it measures nothing.
 if(TARGET nodecoll-bench)

@@ -337,7 +337,7 @@ static void normal_forms(void)
     t = nc_dt_indexed(3, d, bl, nc_dt_bytes(8));
     CHECK(t->kind == NC_DT_LEAF && t->size == 16, "adjacent blocks not merged / empty not dropped");
     nc_dt_free(t);
-    /* a column of 3-double elements in an 8x8 matrix (seed 001, figure 6) */
+    /* a column of 3-double elements in an 8x8 matrix (Balaji et al., figure 6) */
     t = nc_dt_vector(8, 1, 8 * 24, nc_dt_vector(3, 1, 8, nc_dt_bytes(8)));
     CHECK(t->kind == NC_DT_VECTOR && t->depth == 1 && t->runs == 8 && nc_dt_mean_run(t) == 24,
           "matrix column: kind %d depth %d runs %zu", t->kind, t->depth, t->runs);
@@ -360,7 +360,7 @@ static gtype *g_node(int kind, gtype *kid)
     return g;
 }
 
-/* Seed 001's transpose, contiguous(n, resized(vector(n, 1, n, elem), extent elem)): the
+/* Balaji et al.'s transpose, contiguous(n, resized(vector(n, 1, n, elem), extent elem)): the
  * tiled column kernel.  Whole random ranges (which start mid-column and end mid-column) and
  * column-sized chunks, packed and unpacked, against the reference layout. */
 static void transposes(uint64_t seed)

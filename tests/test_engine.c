@@ -4,7 +4,9 @@
  * calls and as nonblocking operations (several in flight, completed in random order), on a
  * ring small enough that every slot is reused many times.  Checks the registry's choices,
  * every byte delivered, and that the operations use the node's shared numbers alike on every
- * rank.  Usage: test_engine [ranks] [rounds] [seed]. */
+ * rank.  With `grouped`, the node's ranks are grouped by a modelled topology (two packages
+ * of two NUMA nodes, ranks scattered over them), so the Barrier and Bcast trees follow the
+ * groups (core/hier.h).  Usage: test_engine [ranks] [rounds] [seed] [grouped]. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "coll/ledger.h"
 #include "coll/registry.h"
 #include "core/config.h"
+#include "core/model.h"
 #include "core/segment.h"
 
 static int failures;
@@ -40,6 +43,7 @@ typedef struct node_world {
     uint64_t seed;
     nc_layout layout;
     void *base;
+    nc_hier *hier;
 } node_world;
 
 static int zeros[64], identity[64];
@@ -60,6 +64,7 @@ static void make_comm(nc_comm *c, const node_world *w, int rank)
     n->rank = rank;
     n->base = w->base;
     n->layout = w->layout;
+    n->hier = w->hier;
     n->wait = nc_wait_policy_make(1000, 10, 50, 1);
     n->slot_use = calloc((size_t)w->layout.nseg, sizeof *n->slot_use);
     n->cons_seen = calloc((size_t)w->size, sizeof *n->cons_seen);
@@ -223,6 +228,22 @@ static void check_registry(void)
     c.cfg.barrier_alg = NC_BARRIER_FLAT;
     memset(c.chosen, 0, sizeof c.chosen);
     CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_flat, "forced flat");
+    /* Topology groups: the tree Barrier follows them (dissemination ignores them), and so does
+     * the reduction tree, which then comes before flat. */
+    nc_topo_loc locs[4] = {{{0, 0, 0, 0}}, {{0, 0, 0, 1}}, {{1, 1, 1, 2}}, {{1, 1, 1, 3}}};
+    c.cfg.barrier_alg = NC_BARRIER_AUTO;
+    c.bridge.size = 1;
+    c.node.hier = nc_hier_build(locs, 4, NC_TOPO_AUTO_LEVELS);
+    memset(c.chosen, 0, sizeof c.chosen);
+    CHECK(c.node.hier && c.node.hier->depth == 1, "two packages of two ranks: one level");
+    CHECK(nc_registry_select(&c, &barrier, 0) == &nc_barrier_tree, "groups: the tree Barrier");
+    nc_reduction sum = {.elem_size = 4, .commutative = 1};
+    nc_args allreduce = {.coll = NC_COLL_ALLREDUCE, .root = -1, .reduce = {.red = &sum}};
+    CHECK(nc_registry_select_step(&c, &allreduce, 8) == &nc_reduce_tree, "groups: a small Allreduce by the tree");
+    nc_hier_free(c.node.hier);
+    c.node.hier = NULL;
+    memset(c.chosen, 0, sizeof c.chosen);
+    CHECK(nc_registry_select_step(&c, &allreduce, 8) == &nc_reduce_flat, "no groups: a small Allreduce flat");
     free_solo(&c, &w);
 }
 
@@ -245,7 +266,8 @@ static void check_ledger(void)
     CHECK(nc_take_round(n) == 1, "data-movement rounds from 1");
     CHECK(nc_slot_free(&op, n, ring, 0), "a slot never filled is free");
     /* Rank 1 in the radix-2 tree of root 1 over 5 ranks (vranks 0..4): children vranks 1, 2 = ranks 2, 3. */
-    CHECK(nc_slot_take(n, ring, 0, 1, 2) == nc_frag_data(n, ring, 1, 0), "a taken slot is my ring segment");
+    nc_tree_pos tree = nc_tree_place(NULL, 5, 1, 1, 2, NC_TREE_HEAP);
+    CHECK(nc_slot_take(n, ring, 0, &tree) == nc_frag_data(n, ring, 1, 0), "a taken slot is my ring segment");
     uint64_t reuse = (uint64_t)w.layout.nseg; /* the next fragment in the same segment */
     consume(n, 4, 1);
     consume(n, 0, 1);
@@ -257,7 +279,7 @@ static void check_ledger(void)
     CHECK(nc_slot_free(&op, n, ring, reuse), "free once both children consumed it, whatever the others did");
     CHECK(n->cons_seen[3] == 1, "the last value seen is remembered");
     /* Any reader (reductions): every other rank must have consumed it. */
-    nc_slot_take(n, inline_place, 7, 0, 0);
+    nc_slot_take(n, inline_place, 7, NULL);
     for (int r = 0; r < 5; r++)
         if (r != 1) consume(n, r, r == 4 ? 7 : 8);
     CHECK(!nc_slot_free(&op, n, inline_place, 7 + NC_INLINE_SLOTS) && op.wait.flag == &nc_node_ctl(n, 4)->cons &&
@@ -280,8 +302,16 @@ int main(int argc, char **argv)
     check_ledger();
     /* Two ring segments of 4 KiB: a 40000-byte Bcast wraps the ring five times. */
     w.layout = nc_layout_make(w.size, 4096, 2, 0);
+    if (argc > 4 && !strcmp(argv[4], "grouped")) {
+        nc_model_machine m = {{2, 2, 1, (w.size + 3) / 4 + 1}};
+        nc_topo_loc locs[64];
+        nc_model_place(&m, NC_PLACE_SCATTER, w.size, locs);
+        w.hier = nc_hier_build(locs, w.size, NC_TOPO_AUTO_LEVELS);
+        if (!w.hier) return 2;
+    }
     w.base = aligned_alloc(4096, (w.layout.total + 4095) & ~(size_t)4095);
     memset(w.base, 0, w.layout.total);
+    nc_engine_share_queues(); /* (threads as the ranks: every queue is shared) */
     pthread_t threads[64];
     rank_arg args[64];
     for (int r = 0; r < w.size; r++) {
@@ -290,6 +320,8 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < w.size; r++) pthread_join(threads[r], NULL);
     free(w.base);
-    printf("test_engine: %s (%d ranks as threads, %d rounds)\n", failures ? "FAILED" : "passed", w.size, w.rounds);
+    printf("test_engine: %s (%d ranks as threads%s, %d rounds)\n", failures ? "FAILED" : "passed", w.size,
+           w.hier ? " in topology groups" : "", w.rounds);
+    nc_hier_free(w.hier);
     return failures ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 /* Differential test of the data-movement collectives: MPI_Gather(v), MPI_Scatter(v),
  * MPI_Allgather(v), MPI_Alltoall(v), MPI_Alltoallw through nodecoll against the host's
- * PMPI_ calls on the same input, every root, in place and not.  Counts follow the seed-001
+ * PMPI_ calls on the same input, every root, in place and not.  Counts follow Balaji et al.'s
  * patterns (uniform, all zero, one huge outlier, uneven, mostly zero), displacements leave
  * random gaps and sometimes run backwards; the receive buffers start filled with a marker,
  * and the whole buffer (gaps included) must match the host's byte for byte.

@@ -121,12 +121,7 @@ static int draw_count(uint64_t *rng, int pattern)
 static void place_blocks(layout *l, int n, MPI_Aint step, int in_bytes, uint64_t *rng)
 {
     int order[MAXP];
-    for (int i = 0; i < n; i++) order[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = pick(rng, i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    t_permutation(order, n, rng);
     size_t at = (size_t)pick(rng, 3) * (size_t)step, end = at;
     for (int k = 0; k < n; k++) {
         int i = order[k];

@@ -2,12 +2,19 @@
 # nodecoll as users meet it: preloaded into an unmodified MPI program, or installed and
 # consumed through CMake's find_package, pkg-config and plain -lnodecoll.
 #
-# usage: test_preload.sh SCENARIO MPIEXEC MPICC LIBRARY BUILD_DIR CMAKE NP
+# usage: test_preload.sh SCENARIO MPIEXEC MPICC LIBRARY BUILD_DIR CMAKE NP  (fortran: MPICC = the program)
 #   preload   test_preload.c built with the plain MPI wrapper (no nodecoll), run as
 #             LD_PRELOAD=LIBRARY NODECOLL_STATS=1 MPIEXEC -np NP ./app: correct results, and
 #             every rank's counters show accelerated bcast (shm|cma) and barrier
 #             (flat|tree|dissemination)
 #   disabled  the same with NODECOLL_ENABLE=0: every call counted as pmpi:disabled
+#   onecore   the preloaded app with every rank on CPU 0 (taskset; MPIEXEC_PREFLAGS must
+#             stop the launcher's own binding): each rank sees the node's ranks outnumber
+#             the cores they may use, so its waits yield at once (NODECOLL_VERBOSE=2 says so)
+#   fortran   MPICC is a Fortran test program (test_fortran.F90, built without nodecoll) run
+#             preloaded with NODECOLL_STATS=1: it passes, and every rank's counters, which
+#             nodecoll prints in MPI_Finalize, show Allreduce, Bcast and Barrier served (so
+#             the program's MPI_FINALIZE reached nodecoll)
 #   install   cmake --install BUILD_DIR into a temporary prefix; test_preload.c with
 #             NODECOLL_CONSUMER (it includes nodecoll.h and checks the counters itself) built
 #             by a CMake project using find_package(nodecoll), by pkg-config, and with
@@ -20,15 +27,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
+ok_line="preload-app: ok ($np ranks)" # (what a run prints when every check passed)
 
 # run LABEL EXE [VAR=value...]: runs EXE at NP ranks with the extra environment; output in
 # $work/LABEL.out and .err.  Bounded: a hang is a failure, not a stuck test.
 run() {
   local label=$1 exe=$2
   shift 2
-  env "$@" timeout -k 5 60 "$mpiexec" ${MPIEXEC_PREFLAGS:-} -np "$np" "$exe" >"$work/$label.out" 2>"$work/$label.err"
+  env "$@" timeout -k 5 60 ${launcher_prefix:-} "$mpiexec" ${MPIEXEC_PREFLAGS:-} -np "$np" "$exe" >"$work/$label.out" 2>"$work/$label.err"
   local status=$?
-  if ((status != 0)) || ! grep -q "preload-app: ok ($np ranks)" "$work/$label.out"; then
+  if ((status != 0)) || ! grep -qF "$ok_line" "$work/$label.out"; then
     fail "$label: exit status $status"
     echo "--- stdout"; cat "$work/$label.out"; echo "--- stderr"; head -c 4000 "$work/$label.err"
     return 1
@@ -58,12 +66,21 @@ fast_path() { # LABEL: what a run of the app must show when nodecoll is active
 }
 
 case $scenario in
-preload | disabled)
+preload | disabled | onecore)
   "$mpicc" -O1 -o "$work/app" "$src_dir/test_preload.c" || { echo "FAIL: $mpicc cannot build the app"; exit 1; }
   if readelf -d "$work/app" | grep NEEDED | grep -q nodecoll; then
     fail "the application links nodecoll: the test would prove nothing"
   fi
-  if [[ $scenario == preload ]]; then
+  if [[ $scenario == onecore ]]; then
+    launcher_prefix="taskset -c 0"
+    run onecore "$work/app" LD_PRELOAD="$library" NODECOLL_STATS=1 NODECOLL_VERBOSE=2 && {
+      fast_path onecore
+      for ((r = 0; r < np; r++)); do
+        grep -Eq "^nodecoll\[$r\]: accelerated .*$np ranks on 1 usable cores: waits yield at once" "$work/onecore.err" ||
+          fail "onecore: rank $r does not say its $np ranks share 1 core: $(grep -E "^nodecoll\[$r\]: accel" "$work/onecore.err")"
+      done
+    }
+  elif [[ $scenario == preload ]]; then
     # Exactly as the README shows it: the launcher itself runs with the library preloaded.
     run preload "$work/app" LD_PRELOAD="$library" NODECOLL_STATS=1 && fast_path preload
     # Unpreloaded, the same program must not print nodecoll counters.
@@ -75,6 +92,13 @@ preload | disabled)
       reject_counters disabled "bcast|barrier" "flat|tree|dissemination|shm|cma|bridge|packed"
     }
   fi
+  ;;
+fortran)
+  ok_line="test_fortran: ok ($np ranks)"
+  run fortran "$mpicc" LD_PRELOAD="$library" NODECOLL_STATS=1 && {
+    expect_counters fortran allreduce "flat|tree|recursive-doubling|ring|cma|shm|ordered"
+    fast_path fortran
+  }
   ;;
 install)
   prefix=$work/prefix

@@ -16,6 +16,13 @@
  * same error class as the host MPI's PMPI_ call (except where the host aborts instead:
  * MPICH 4.0.2 on MPI_LAND with MPI_DOUBLE and on a negative count).
  *
+ * NODECOLL_TEST_FORTRAN_TYPES=1 runs the matrix on the predefined Fortran datatypes instead
+ * (INTEGER, INTEGERn, REAL, DOUBLE PRECISION, REALn, COMPLEX, DOUBLE COMPLEX, COMPLEXn,
+ * LOGICAL, 2INTEGER, 2REAL, 2DOUBLE_PRECISION, with MPI-4.0 6.9.2's ops: no logical op on
+ * a Fortran integer), called from C, where nodecoll's reductions must serve every one of
+ * them.  LOGICAL's oracle is the host's own PMPI_Reduce_local, which defines its true and
+ * false; inputs include values other than 0 and 1.
+ *
  * Argument: the stride through the case matrix (1: every case; larger to fit the time
  * budget where the host MPI is slow, oversubscribed MPICH). */
 #include <complex.h>
@@ -171,17 +178,8 @@ typedef struct ttype {
         return fabs((double)creal(x - y)) + fabs((double)cimag(x - y));                             \
     }
 
-/* Values from a small range so ties exercise the lower-index rule. */
-#define DEF_PAIR(V, N)                                                                              \
-    typedef struct { V v; int i; } pair_##N;                                                        \
-    static void gen_##N(void *x, int op, uint64_t *rng)                                             \
-    {                                                                                               \
-        pair_##N p;                                                                                 \
-        memset(&p, 0, sizeof p);                                                                    \
-        p.v = (V)(t_rand(rng) % 5);                                                                 \
-        p.i = (int)(t_rand(rng) % 1000);                                                            \
-        memcpy(x, &p, sizeof p);                                                                    \
-    }                                                                                               \
+/* MINLOC/MAXLOC on a pair_N {v, i}: the lower index wins a tie. */
+#define DEF_PAIR_OPS(N)                                                                             \
     static void combine_##N(int op, const void *in, void *inout)                                    \
     {                                                                                               \
         pair_##N a, b;                                                                              \
@@ -198,6 +196,19 @@ typedef struct ttype {
         memcpy(&y, b, sizeof y);                                                                    \
         return x.v == y.v && x.i == y.i;                                                            \
     }
+
+/* Values from a small range so ties exercise the lower-index rule. */
+#define DEF_PAIR(V, N)                                                                              \
+    typedef struct { V v; int i; } pair_##N;                                                        \
+    static void gen_##N(void *x, int op, uint64_t *rng)                                             \
+    {                                                                                               \
+        pair_##N p;                                                                                 \
+        memset(&p, 0, sizeof p);                                                                    \
+        p.v = (V)(t_rand(rng) % 5);                                                                 \
+        p.i = (int)(t_rand(rng) % 1000);                                                            \
+        memcpy(x, &p, sizeof p);                                                                    \
+    }                                                                                               \
+    DEF_PAIR_OPS(N)
 
 DEF_INT(signed char, schar) DEF_INT(unsigned char, uchar) DEF_INT(short, short) DEF_INT(unsigned short, ushort)
 DEF_INT(int, int) DEF_INT(unsigned, uint) DEF_INT(long, long) DEF_INT(unsigned long, ulong)
@@ -245,8 +256,50 @@ static ttype types[] = {
     TI(MPI_SHORT_INT, short_int, pair_short_int, G_PAIR),
     TI(MPI_LONG_DOUBLE_INT, ldouble_int, pair_ldouble_int, G_PAIR),
 };
-#define NTYPES ((int)(sizeof types / sizeof types[0]))
 enum { T_INT_INDEX = 4 };
+
+/* Fortran's pairs: the index has the value's type. */
+#define DEF_FPAIR(V, N)                                                                             \
+    typedef struct { V v; V i; } pair_##N;                                                          \
+    static void gen_##N(void *x, int op, uint64_t *rng)                                             \
+    {                                                                                               \
+        pair_##N p = {(V)(t_rand(rng) % 5), (V)(t_rand(rng) % 1000)};                               \
+        memcpy(x, &p, sizeof p);                                                                    \
+    }                                                                                               \
+    DEF_PAIR_OPS(N)
+DEF_FPAIR(float, real_real) DEF_FPAIR(double, double_double)
+
+/* LOGICAL: false, true and other values the host reads as something; the host itself
+ * combines them in the oracle. */
+static void gen_logical(void *x, int op, uint64_t *rng)
+{
+    static const int32_t values[] = {0, 0, 0, 1, 1, 1, 2, -1};
+    int32_t v = values[t_rand(rng) % 8];
+    memcpy(x, &v, sizeof v);
+}
+static void combine_logical(int op, const void *in, void *inout)
+{
+    PMPI_Reduce_local(in, inout, 1, MPI_LOGICAL, mpi_ops[op]);
+}
+#define same_logical same_i32
+
+static ttype ftypes[] = {
+    TI(MPI_INTEGER, i32, int32_t, G_MULTI), TI(MPI_INTEGER1, i8, int8_t, G_MULTI),
+    TI(MPI_INTEGER2, i16, int16_t, G_MULTI), TI(MPI_INTEGER4, i32, int32_t, G_MULTI),
+    TI(MPI_INTEGER8, i64, int64_t, G_MULTI), TF(MPI_REAL, float, float, G_FLOAT, FLT_EPSILON),
+    TF(MPI_DOUBLE_PRECISION, double, double, G_FLOAT, DBL_EPSILON), TF(MPI_REAL4, float, float, G_FLOAT, FLT_EPSILON),
+    TF(MPI_REAL8, double, double, G_FLOAT, DBL_EPSILON),
+    TF(MPI_COMPLEX, cfloat, float _Complex, G_COMPLEX, FLT_EPSILON),
+    TF(MPI_DOUBLE_COMPLEX, cdouble, double _Complex, G_COMPLEX, DBL_EPSILON),
+    TF(MPI_COMPLEX8, cfloat, float _Complex, G_COMPLEX, FLT_EPSILON),
+    TF(MPI_COMPLEX16, cdouble, double _Complex, G_COMPLEX, DBL_EPSILON), TI(MPI_LOGICAL, logical, int32_t, G_BOOL),
+    TI(MPI_2INTEGER, int_int, pair_int_int, G_PAIR), TI(MPI_2REAL, real_real, pair_real_real, G_PAIR),
+    TI(MPI_2DOUBLE_PRECISION, double_double, pair_double_double, G_PAIR),
+};
+
+/* The types the matrix runs on (C's, or with NODECOLL_TEST_FORTRAN_TYPES Fortran's). */
+static ttype *matrix_types = types;
+static int matrix_ntypes = (int)(sizeof types / sizeof types[0]);
 
 static void set_handles(void)
 {
@@ -256,7 +309,12 @@ static void set_handles(void)
                         MPI_OFFSET, MPI_COUNT, MPI_BYTE, MPI_C_BOOL, MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE,
                         MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_FLOAT_INT,
                         MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT, MPI_LONG_DOUBLE_INT};
-    for (int t = 0; t < NTYPES; t++) types[t].type = h[t];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) types[t].type = h[t];
+    MPI_Datatype f[] = {MPI_INTEGER,   MPI_INTEGER1, MPI_INTEGER2,       MPI_INTEGER4,   MPI_INTEGER8, MPI_REAL,
+                        MPI_DOUBLE_PRECISION, MPI_REAL4, MPI_REAL8, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_COMPLEX8,
+                        MPI_COMPLEX16, MPI_LOGICAL, MPI_2INTEGER, MPI_2REAL, MPI_2DOUBLE_PRECISION};
+    _Static_assert(sizeof f / sizeof f[0] == sizeof ftypes / sizeof ftypes[0], "one handle per Fortran type");
+    for (size_t t = 0; t < sizeof ftypes / sizeof ftypes[0]; t++) ftypes[t].type = f[t];
 }
 
 /* ---- user-defined ops ---------------------------------------------------------------------- */
@@ -507,12 +565,12 @@ static void run_matrix(MPI_Comm comm, const char *comm_name, uint64_t seed, int 
     int size;
     MPI_Comm_size(comm, &size);
     uint64_t rng = seed;
-    for (int t = 0; t < NTYPES; t++)
+    for (int t = 0; t < matrix_ntypes; t++)
         for (int op = 0; op <= O_MAXLOC; op++) {
-            if (!(group_ops[types[t].group] & (1u << op))) continue;
+            if (!(group_ops[matrix_types[t].group] & (1u << op))) continue;
             for (int coll = 0; coll < C_COLLS; coll++) {
                 if (t_rand(&rng) % (uint64_t)stride) continue; /* a random 1/stride of the cases */
-                rcase c = {coll, op, (int)(t_rand(&rng) % (uint64_t)size), (int)(t_rand(&rng) % 3 == 0), &types[t],
+                rcase c = {coll, op, (int)(t_rand(&rng) % (uint64_t)size), (int)(t_rand(&rng) % 3 == 0), &matrix_types[t],
                            random_count(&rng), t_rand(&rng)};
                 if (coll == C_RSB || coll == C_RS) c.count /= (size_t)size;
                 run_case(comm, comm_name, &c);
@@ -665,14 +723,23 @@ int main(int argc, char **argv)
     stride = stride * 100 / t_scale(100); /* sanitised builds (scale 0.2): a 5x sparser sample */
     int user_stride = stride / 4 + 1;
     background_start();
+    int fortran = getenv("NODECOLL_TEST_FORTRAN_TYPES") != NULL;
+    if (fortran) {
+        matrix_types = ftypes;
+        matrix_ntypes = (int)(sizeof ftypes / sizeof ftypes[0]);
+    }
     run_matrix(MPI_COMM_WORLD, "world", 1, stride);
-    run_user_ops(MPI_COMM_WORLD, "world", 2, user_stride);
-    run_large(MPI_COMM_WORLD, "world");
+    if (!fortran) {
+        run_user_ops(MPI_COMM_WORLD, "world", 2, user_stride);
+        run_large(MPI_COMM_WORLD, "world");
+    }
     MPI_Comm shuffled;
     MPI_Comm_split(MPI_COMM_WORLD, 0, -t_rank, &shuffled);
-    run_matrix(shuffled, "reversed", 3, 7 * stride);
-    run_user_ops(shuffled, "reversed", 4, 2 * user_stride);
-    run_errors(shuffled);
+    run_matrix(shuffled, "reversed", 3, (fortran ? 2 : 7) * stride);
+    if (!fortran) {
+        run_user_ops(shuffled, "reversed", 4, 2 * user_stride);
+        run_errors(shuffled);
+    }
     MPI_Comm_free(&shuffled);
     background_finish();
     MPI_Op_free(&mpi_ops[O_USER_SUM]);

@@ -53,3 +53,13 @@ if(NODECOLL_MPI STREQUAL "openmpi")
   nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 2 ENVS "mixedengine:NODECOLL_TEST_MIXED_ENGINE=1"
     ARGS 3 LABELS quick)
 endif()
+# The predefined Fortran datatypes (called from C): every op MPI-4.0 6.9.2 allows on each,
+# served by nodecoll (a fallback fails the test), LOGICAL checked against the host's own rule.
+set(NODECOLL_FTYPES "NODECOLL_TEST_FORTRAN_TYPES=1")
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 1 2 4 ENVS "ftypes:${NODECOLL_FTYPES}" ARGS 1 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 2 ENVS
+  "ftypestree:${NODECOLL_FTYPES},NODECOLL_REDUCE_ALG=tree,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
+  "ftypesshm:${NODECOLL_FTYPES},NODECOLL_CMA=off,NODECOLL_SEGMENT_SIZE=4K" ARGS 1 LABELS quick)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 3 ENVS
+  "ftypescyclic:${NODECOLL_FTYPES},NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+  ARGS ${NODECOLL_REDUCE_MULTI_STRIDE} LABELS quick)

@@ -13,19 +13,6 @@ target_link_libraries(test_alive PRIVATE Threads::Threads)
 add_test(NAME test_alive COMMAND test_alive)
 set_tests_properties(test_alive PROPERTIES LABELS "${NODECOLL_MPI};robustness;quick" TIMEOUT 60)
 
-# Script-driven tests (a launcher run from bash) get the harness's environment and lock.
-set(NODECOLL_SCRIPT_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0")
-function(nodecoll_script_test name np)
-  set(pre "")
-  if(np GREATER NODECOLL_CORES)
-    set(pre "${NODECOLL_OVERSUB_FLAG}")
-  endif()
-  add_test(NAME ${name} COMMAND bash ${ARGN})
-  set_tests_properties(${name} PROPERTIES
-    ENVIRONMENT "${NODECOLL_SCRIPT_ENV};MPIEXEC_PREFLAGS=${pre};${NODECOLL_SCRIPT_EXTRA_ENV}"
-    TIMEOUT 120 LABELS "${NODECOLL_MPI};robustness" RESOURCE_LOCK cores)
-endfunction()
-
 # A rank SIGKILLed or calling MPI_Abort mid-collective leaves nothing in /dev/shm; a name
 # left by a dead creator is swept by the next job.
 add_executable(test_kill test_kill.c)
@@ -67,6 +54,14 @@ foreach(case "preload;2" "preload;3" "disabled;2" "install;2")
     ${preload_script} ${scenario} ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
     ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} ${np})
 endforeach()
+# Ranks confined to one core (a cpuset, a launcher's binding) wait by yielding at once.
+if(NODECOLL_MPI STREQUAL "openmpi")
+  set(NODECOLL_SCRIPT_EXTRA_ENV "MPIEXEC_PREFLAGS=--bind-to none")
+endif()
+nodecoll_script_test(test_preload.onecore.np2 2
+  ${preload_script} onecore ${MPIEXEC_EXECUTABLE} ${MPI_C_COMPILER} $<TARGET_FILE:nodecoll>
+  ${CMAKE_BINARY_DIR} ${CMAKE_COMMAND} 2)
+set(NODECOLL_SCRIPT_EXTRA_ENV "")
 
 # Type signatures that disagree (receivers holding half or twice what is sent): the hosts'
 # error class, nothing written past a buffer, every rank still in step.

@@ -10,6 +10,7 @@
 #include "../core/node.h"
 #include "../core/ops.h"
 #include "../core/stats.h"
+#include "../core/tune.h"
 #include "data.h"
 
 /* One message of a bridge exchange: `bytes` at `buf` to or from bridge rank `peer`. */
@@ -116,6 +117,7 @@ typedef struct nc_comm {
     int cma_everywhere; /* single-copy works on every node of the communicator */
     nc_config cfg;     /* comm rank 0's settings, adopted by every rank */
     nc_neighbors *neighbors; /* its virtual topology, or NULL (none: the host judges neighbour calls) */
+    nc_tune_rules *tune; /* comm rank 0's tuning rules for this node's size (NODECOLL_TUNE_FILE), or NULL */
     atomic_int truncated; /* this call brought this rank more bytes than its arguments hold */
     uint64_t calls;       /* calls entered on this communicator (coll/check.h) */
     nc_watch watch;       /* consulted by long waits on the node's flags (coll/watch.h) */

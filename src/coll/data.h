@@ -2,7 +2,7 @@
  * at `base`, or where a datatype description (src/core/dtype.h) places `count` elements from
  * `base` (a derived datatype used in place, without a staging copy).  The algorithms ask
  * for byte ranges of the packed stream; consecutive ranges continue from the saved cursor
- * instead of seeking from the start (seed 001's copying context). */
+ * instead of seeking from the start (Balaji et al.'s copying context). */
 #ifndef NC_COLL_DATA_H
 #define NC_COLL_DATA_H
 
@@ -37,7 +37,7 @@ static inline int nc_data_is_bytes(const nc_data *l) { return l->type == NULL; }
 void nc_data_pack(nc_data *l, size_t off, void *dst, size_t len);
 void nc_data_unpack(nc_data *l, size_t off, const void *src, size_t len);
 /* Single-copy read of `len` contiguous bytes at `remote` in process pid into packed bytes
- * [off, off+len): dense stretches go to the runs directly (the look-ahead decides, seed 001
+ * [off, off+len): dense stretches go to the runs directly (the look-ahead decides, Balaji et al.
  * section 4.1), sparse ones through the bounce buffer.  0 or an errno. */
 int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t len);
 

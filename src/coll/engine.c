@@ -25,7 +25,8 @@ static _Atomic int outstanding; /* started, not completed nonblocking operations
 /* The optional progress thread (nc_engine_progress_thread_start). */
 static _Thread_local int in_progress_thread;
 static int progress_thread_calls_host; /* MPI_THREAD_MULTIPLE: it may make host calls */
-static int progress_thread_on, progress_thread_stopping;
+static _Atomic int progress_thread_on; /* (read without wake_lock when an operation is queued) */
+static int progress_thread_stopping;
 static long progress_thread_sleep_us;
 static pthread_t progress_thread;
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +35,38 @@ static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_comm *pending; /* communicators whose queue is not empty */
 
 int nc_engine_outstanding(void) { return atomic_load_explicit(&outstanding, memory_order_relaxed); }
+
+/* Whether other threads may start or progress operations (MPI_THREAD_MULTIPLE, the progress
+ * thread): only then do queues take their locks and counters locked updates.  Otherwise one
+ * thread at a time calls nodecoll (MPI orders the calls of the other thread levels), and a
+ * small nonblocking call spent a fifth of its time on locked instructions it did not need. */
+static _Atomic int queues_shared;
+
+void nc_engine_share_queues(void) { atomic_store_explicit(&queues_shared, 1, memory_order_seq_cst); }
+
+static int sharing(void) { return atomic_load_explicit(&queues_shared, memory_order_relaxed); }
+
+int nc_engine_queues_shared(void) { return sharing(); }
+
+int nc_engine_lock(pthread_mutex_t *m)
+{
+    int shared = sharing();
+    if (shared) pthread_mutex_lock(m);
+    return shared;
+}
+
+void nc_engine_unlock(pthread_mutex_t *m, int locked)
+{
+    if (locked) pthread_mutex_unlock(m);
+}
+
+static int count_add(_Atomic int *counter, int by, memory_order order)
+{
+    if (sharing()) return atomic_fetch_add_explicit(counter, by, order);
+    int before = atomic_load_explicit(counter, memory_order_relaxed);
+    atomic_store_explicit(counter, before + by, order);
+    return before;
+}
 
 void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking)
 {
@@ -56,8 +89,14 @@ void nc_op_restart(nc_op *op)
     atomic_store_explicit(&op->done, 0, memory_order_relaxed);
 }
 
-static int try_lock(nc_comm *c) { return !atomic_exchange_explicit(&c->queue_lock, 1, memory_order_acquire); }
-static void unlock(nc_comm *c) { atomic_store_explicit(&c->queue_lock, 0, memory_order_release); }
+static int try_lock(nc_comm *c)
+{
+    return !sharing() || !atomic_exchange_explicit(&c->queue_lock, 1, memory_order_acquire);
+}
+static void unlock(nc_comm *c)
+{
+    if (sharing()) atomic_store_explicit(&c->queue_lock, 0, memory_order_release);
+}
 static void lock(nc_comm *c)
 {
     while (!try_lock(c)) sched_yield();
@@ -79,8 +118,8 @@ static int progress_queue(nc_comm *c)
         if (op->alg->progress(op, op->state) == NC_PENDING) break;
         c->queue_head = op->next;
         if (!c->queue_head) c->queue_tail = NULL;
-        atomic_fetch_sub_explicit(&c->queued, 1, memory_order_release);
-        if (!op->blocking) atomic_fetch_sub_explicit(&outstanding, 1, memory_order_relaxed);
+        count_add(&c->queued, -1, memory_order_release);
+        if (!op->blocking) count_add(&outstanding, -1, memory_order_relaxed);
         complete(op);
         completed++;
     }
@@ -89,10 +128,10 @@ static int progress_queue(nc_comm *c)
 
 static void list_pending(nc_comm *c)
 {
-    pthread_mutex_lock(&pending_lock);
+    int locked = nc_engine_lock(&pending_lock);
     c->next_pending = pending;
     pending = c;
-    pthread_mutex_unlock(&pending_lock);
+    nc_engine_unlock(&pending_lock, locked);
 }
 
 /* Appends op to its communicator's queue (the communicator joins the pending list when its
@@ -106,8 +145,8 @@ static void enqueue(nc_op *op)
     else c->queue_head = op;
     c->queue_tail = op;
     op->next = NULL;
-    atomic_fetch_add_explicit(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking && !atomic_fetch_add_explicit(&outstanding, 1, memory_order_relaxed) && progress_thread_on) {
+    count_add(&c->queued, 1, memory_order_relaxed);
+    if (!op->blocking && !count_add(&outstanding, 1, memory_order_release) && atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
         pthread_mutex_lock(&wake_lock);
         pthread_cond_signal(&wake);
         pthread_mutex_unlock(&wake_lock);
@@ -142,8 +181,11 @@ int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 
 int nc_engine_progress(void)
 {
-    if (!nc_engine_outstanding()) return 0; /* (queues hold nonblocking operations only) */
-    if (pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
+    /* (queues hold nonblocking operations only; acquire: whoever queued one had shared the
+     * queues first, if it was to share them) */
+    if (!atomic_load_explicit(&outstanding, memory_order_acquire)) return 0;
+    int shared = sharing();
+    if (shared && pthread_mutex_trylock(&pending_lock)) return 0; /* another thread is at it */
     int completed = 0;
     for (nc_comm **at = &pending, *c; (c = *at);) {
         if (try_lock(c)) {
@@ -158,7 +200,7 @@ int nc_engine_progress(void)
         }
         at = &c->next_pending;
     }
-    pthread_mutex_unlock(&pending_lock);
+    if (shared) pthread_mutex_unlock(&pending_lock);
     return completed;
 }
 
@@ -224,9 +266,23 @@ void nc_op_start(nc_op *op)
     enqueue(op);
 }
 
+/* Its own communicator first, without the engine's list lock (usually what completes it;
+ * its communicator stays listed, so the next start there need not list it again), then
+ * everything else: op may wait for a peer that waits for another operation of ours. */
 int nc_op_test(nc_op *op)
 {
-    if (!atomic_load_explicit(&op->done, memory_order_acquire)) nc_engine_progress();
+    if (atomic_load_explicit(&op->done, memory_order_acquire)) return 1;
+    nc_comm *c = op->c;
+    if (try_lock(c)) {
+        progress_queue(c);
+        unlock(c);
+        if (atomic_load_explicit(&op->done, memory_order_acquire)) return 1;
+        /* (nothing outstanding elsewhere: no other queue to walk) */
+        if (atomic_load_explicit(&outstanding, memory_order_relaxed) ==
+            atomic_load_explicit(&c->queued, memory_order_relaxed))
+            return 0;
+    }
+    nc_engine_progress();
     return atomic_load_explicit(&op->done, memory_order_acquire);
 }
 
@@ -252,14 +308,14 @@ void nc_op_wait(nc_op *op)
 /* Takes c off the pending list if it is there (its queue is empty). */
 static void unlist(nc_comm *c)
 {
-    pthread_mutex_lock(&pending_lock);
+    int locked = nc_engine_lock(&pending_lock);
     for (nc_comm **at = &pending; *at; at = &(*at)->next_pending)
         if (*at == c) {
             *at = c->next_pending;
             c->listed = 0;
             break;
         }
-    pthread_mutex_unlock(&pending_lock);
+    nc_engine_unlock(&pending_lock, locked);
 }
 
 void nc_comm_drain_queue(nc_comm *c)
@@ -273,7 +329,9 @@ void nc_comm_drain_queue(nc_comm *c)
 
 void nc_op_prepare(nc_op *op, nc_comm *c, const nc_args *args, size_t bytes, int blocking)
 {
+    lock(c); /* (selecting and planning write what the queue's progress also writes) */
     nc_op_init(op, c, nc_registry_select(c, args, bytes), args, blocking);
+    unlock(c);
     op->bytes = bytes;
 }
 
@@ -286,6 +344,10 @@ void nc_op_count(const nc_op *op)
  * calls.) */
 int nc_collective(nc_comm *c, const nc_args *args, size_t bytes)
 {
+    /* First: the registry's kept choice and the node's tree cache, which selecting and
+     * planning write, are also written by whoever progresses this communicator's queued
+     * operations (TSan, test_engine.grouped). */
+    nc_comm_drain(c);
     nc_op op;
     op.c = c;
     op.alg = nc_registry_select(c, args, bytes);
@@ -326,12 +388,14 @@ static void *progress_main(void *unused)
 
 void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
 {
+    nc_engine_share_queues();
     pthread_mutex_lock(&wake_lock);
-    if (!progress_thread_on) {
+    if (!atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
         progress_thread_calls_host = may_call_host;
         progress_thread_sleep_us = sleep_us;
         progress_thread_stopping = 0;
-        progress_thread_on = !pthread_create(&progress_thread, NULL, progress_main, NULL);
+        atomic_store_explicit(&progress_thread_on, !pthread_create(&progress_thread, NULL, progress_main, NULL),
+                              memory_order_relaxed);
     }
     pthread_mutex_unlock(&wake_lock);
 }
@@ -339,9 +403,9 @@ void nc_engine_progress_thread_start(int may_call_host, long sleep_us)
 void nc_engine_progress_thread_stop(void)
 {
     pthread_mutex_lock(&wake_lock);
-    int on = progress_thread_on;
+    int on = atomic_load_explicit(&progress_thread_on, memory_order_relaxed);
     progress_thread_stopping = 1;
-    progress_thread_on = 0;
+    atomic_store_explicit(&progress_thread_on, 0, memory_order_relaxed);
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&wake_lock);
     if (on) pthread_join(progress_thread, NULL);

@@ -19,6 +19,7 @@
 #ifndef NC_ENGINE_H
 #define NC_ENGINE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -202,6 +203,16 @@ void nc_op_wait(nc_op *op);
 /* Progresses every outstanding operation of the process, without waiting; the number of
  * operations that completed. */
 int nc_engine_progress(void);
+/* Other threads may start or progress operations from now on (MPI_THREAD_MULTIPLE, or the
+ * progress thread): the queues take their locks.  Before that, one thread at a time uses
+ * the engine; called before any other thread may. */
+void nc_engine_share_queues(void);
+/* Whether they are (a hand-over between the engine and the application may then be
+ * concurrent). */
+int nc_engine_queues_shared(void);
+/* Locks m only where threads share the engine; the result goes to nc_engine_unlock. */
+int nc_engine_lock(pthread_mutex_t *m);
+void nc_engine_unlock(pthread_mutex_t *m, int locked);
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 

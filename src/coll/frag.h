@@ -38,20 +38,4 @@ static inline nc_slot_use *nc_frag_use(nc_node *n, nc_frag_place p, uint64_t g)
     return p.in_flag ? &n->inline_use[g % NC_INLINE_SLOTS] : &n->slot_use[g % (uint64_t)n->layout.nseg];
 }
 
-/* Waits until `rank` has posted cons >= frag_end.  The last value seen is remembered, so the
- * remote line is read again only when that value is not enough (about once per ring cycle). */
-static inline void nc_wait_cons(nc_node *n, int rank, uint64_t frag_end)
-{
-    if (n->cons_seen[rank] >= frag_end) return;
-    const nc_flag *cons = &nc_node_ctl(n, rank)->cons;
-    nc_wait_ge(cons, frag_end, &n->wait);
-    n->cons_seen[rank] = nc_flag_read(cons);
-}
-
-static inline void nc_wait_all_cons(nc_node *n, uint64_t frag_end)
-{
-    for (int r = 0; r < n->size; r++)
-        if (r != n->rank) nc_wait_cons(n, r, frag_end);
-}
-
 #endif

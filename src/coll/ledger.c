@@ -2,7 +2,7 @@
 #include "ledger.h"
 
 #include "engine.h"
-#include "../core/tree.h"
+#include "../core/hier.h"
 
 int nc_consumed(nc_op *op, nc_node *n, int rank, uint64_t frag_end)
 {
@@ -12,25 +12,29 @@ int nc_consumed(nc_op *op, nc_node *n, int rank, uint64_t frag_end)
     return n->cons_seen[rank] >= frag_end || nc_flag_reached(op, cons, frag_end);
 }
 
+/* (Once all have, the lowest value seen is a floor that answers the next checks inline.) */
 int nc_all_consumed(nc_op *op, nc_node *n, uint64_t frag_end)
 {
-    for (int r = 0; r < n->size; r++)
-        if (r != n->rank && !nc_consumed(op, n, r, frag_end)) return 0;
+    uint64_t floor = UINT64_MAX;
+    for (int r = 0; r < n->size; r++) {
+        if (r == n->rank) continue;
+        if (!nc_consumed(op, n, r, frag_end)) return 0;
+        if (n->cons_seen[r] < floor) floor = n->cons_seen[r];
+    }
+    if (floor != UINT64_MAX && floor > n->cons_floor) n->cons_floor = floor;
     return 1;
 }
 
-/* The readers of a slot's last fragment: the children of my place in that Bcast's tree. */
-static int tree_children_consumed(nc_op *op, nc_node *n, int root, int radix, uint64_t frag_end)
+/* The readers of a slot's last fragment: my children in that Bcast's tree. */
+static int tree_children_consumed(nc_op *op, nc_node *n, const nc_tree_pos *t, uint64_t frag_end)
 {
-    int v = nc_vrank(n->rank, root, n->size), first = nc_tree_first_child(v, radix);
-    int count = nc_tree_child_count(v, radix, n->size);
-    for (int i = 0; i < count; i++)
-        if (!nc_consumed(op, n, nc_rank_of(first + i, root, n->size), frag_end)) return 0;
+    for (int i = 0; i < t->children; i++)
+        if (!nc_consumed(op, n, nc_tree_child(n->hier, n->size, t, i), frag_end)) return 0;
     return 1;
 }
 
 int nc_slot_readers_done(nc_op *op, nc_node *n, const nc_slot_use *use)
 {
     if (use->any_reader) return nc_all_consumed(op, n, use->frag_end);
-    return tree_children_consumed(op, n, use->root, use->radix, use->frag_end);
+    return tree_children_consumed(op, n, &use->tree, use->frag_end);
 }

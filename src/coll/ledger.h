@@ -39,13 +39,16 @@ int nc_slot_readers_done(struct nc_op *op, nc_node *n, const nc_slot_use *use);
 static inline int nc_slot_free(struct nc_op *op, nc_node *n, nc_frag_place p, uint64_t g)
 {
     const nc_slot_use *use = nc_frag_use(n, p, g);
-    return !use->frag_end || nc_slot_readers_done(op, n, use);
+    return use->frag_end <= n->cons_floor || nc_slot_readers_done(op, n, use);
 }
-/* Takes my (free) slot for fragment g: its readers will be the children of the Bcast tree of
- * node rank `root` and `radix`, or any rank when radix is 0.  Its data area. */
-static inline char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, int root, int radix)
+/* Takes my (free) slot for fragment g: its readers will be my children in the Bcast tree
+ * `tree`, or any rank when tree is NULL.  Its data area. */
+static inline char *nc_slot_take(nc_node *n, nc_frag_place p, uint64_t g, const nc_tree_pos *tree)
 {
-    *nc_frag_use(n, p, g) = (nc_slot_use){g + 1, root, radix, radix == 0};
+    nc_slot_use *use = nc_frag_use(n, p, g);
+    use->frag_end = g + 1;
+    use->any_reader = tree == NULL;
+    if (tree) use->tree = *tree;
     return nc_frag_data(n, p, n->rank, g);
 }
 

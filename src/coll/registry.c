@@ -3,8 +3,10 @@
  * for.  A row's algorithm still has the last word through its `applies` (hard requirements:
  * one node, single copy, a power of two...).  Rows are of two levels: a call's algorithm,
  * and the node algorithm of a step that a call's algorithm runs (the node Bcast inside a
- * Bcast or an Allreduce), chosen when the step starts.  Adding an algorithm: its file, its
- * object in algorithms.h, its row here. */
+ * Bcast or an Allreduce), chosen when the step starts.  A row marked NC_GROUPED applies only
+ * on a node whose ranks are grouped by topology levels (NODECOLL_TOPO_LEVELS; the trees then
+ * follow the groups, core/hier.h).  Adding an algorithm: its file, its object in
+ * algorithms.h, its row here. */
 #include "registry.h"
 
 #include <stddef.h>
@@ -18,16 +20,22 @@
 #define NC_ANY NC_NO_SETTING
 
 typedef enum { NC_CALL = 0, NC_NODE_STEP = 1 } nc_level;
+/* A row's level may carry this mark: only when the node has topology groups. */
+#define NC_GROUPED 2
 
 typedef struct nc_row {
     nc_coll_id coll;
     const nc_algorithm *alg;
     size_t max_ranks_setting; /* at most this many ranks per node */
     size_t min_bytes_setting, max_bytes_setting;
-    nc_level level;
+    int level; /* nc_level, | NC_GROUPED */
 } nc_row;
 
+static nc_level level_of(const nc_row *r) { return (nc_level)(r->level & NC_NODE_STEP); }
+
 static const nc_row rows[] = {
+    /* With topology groups the tree follows them; dissemination's partners ignore them. */
+    {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL | NC_GROUPED},
     {NC_COLL_BARRIER, &nc_barrier_dissemination, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BARRIER, &nc_barrier_tree, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_BARRIER, &nc_barrier_flat, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, /* (forced only: the tree comes first) */
@@ -44,11 +52,14 @@ static const nc_row rows[] = {
     /* The node step of an Allreduce or Reduce_scatter.  Slices from NODECOLL_REDUCE_CMA_MIN
      * with single copy, else through the rings from NODECOLL_REDUCE_SHM_MIN: when the rings
      * are too short for them, the tree (the flat fold's ranks would each read the whole
-     * vector).  Flat for small vectors on small nodes.  Recursive doubling only when forced. */
+     * vector).  Flat for small vectors on small nodes, unless the node has topology groups
+     * (each rank would read every other's input across every boundary; the tree crosses each
+     * once).  Recursive doubling only when forced. */
 #define NC_ALLREDUCE_STEP_ROWS(coll)                                                                          \
     {coll, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_cma_min), NC_ANY, NC_NODE_STEP},                         \
     {coll, &nc_reduce_shm, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                         \
     {coll, &nc_reduce_tree, NC_ANY, NC_SETTING(reduce_shm_min), NC_ANY, NC_NODE_STEP},                        \
+    {coll, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP | NC_GROUPED},                               \
     {coll, &nc_reduce_flat, NC_SETTING(reduce_flat_ranks), NC_ANY, NC_SETTING(reduce_flat_max), NC_NODE_STEP}, \
     {coll, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},                                            \
     {coll, &nc_reduce_recursive_doubling, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP}
@@ -103,6 +114,7 @@ static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t
 
 static int row_matches(const nc_row *r, const nc_comm *c, size_t bytes)
 {
+    if ((r->level & NC_GROUPED) && !c->node.hier) return 0;
     if (r->max_ranks_setting != NC_NO_SETTING && c->node.size > setting(c, r->max_ranks_setting)) return 0;
     if (r->min_bytes_setting != NC_NO_SETTING && (int64_t)bytes < setting(c, r->min_bytes_setting)) return 0;
     return r->max_bytes_setting == NC_NO_SETTING || (int64_t)bytes <= setting(c, r->max_bytes_setting);
@@ -142,20 +154,31 @@ static nc_forced forced(const nc_comm *c, nc_coll_id coll)
 static const nc_algorithm *row_for(nc_alg_id id, nc_level level, const nc_comm *c, const nc_args *a)
 {
     for (size_t i = 0; id != NC_ALG_COUNT && i < sizeof rows / sizeof rows[0]; i++)
-        if (rows[i].coll == a->coll && rows[i].level == level && rows[i].alg->id == id && rows[i].alg->applies(c, a))
+        if (rows[i].coll == a->coll && level_of(&rows[i]) == level && rows[i].alg->id == id &&
+            rows[i].alg->applies(c, a))
             return rows[i].alg;
     return NULL;
 }
 
+/* The algorithm a tuning rule names for the call, if it applies (rules name a Barrier's
+ * call algorithm, and the node step of Bcast and the reductions). */
+static const nc_algorithm *tuned(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
+{
+    if (!c->tune || (a->coll == NC_COLL_BARRIER) != (level == NC_CALL)) return NULL;
+    const nc_tune_rule *r = nc_tune_find(c->tune, a->coll, c->node.size, bytes);
+    return r ? row_for((nc_alg_id)r->alg, level, c, a) : NULL;
+}
+
+/* A NODECOLL_<COLL>_ALG setting first, then the tuning rules, then the rows. */
 static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_args *a, size_t bytes)
 {
     nc_forced want = forced(c, a->coll);
     const nc_algorithm *alg = NULL;
     if (want.alg != NC_ALG_COUNT && !(alg = row_for(want.alg, level, c, a))) alg = row_for(want.otherwise, level, c, a);
-    if (alg) return alg;
+    if (alg || (alg = tuned(level, c, a, bytes))) return alg;
     const size_t nrows = sizeof rows / sizeof rows[0];
     for (size_t i = 0; i < nrows; i++)
-        if (rows[i].coll == a->coll && rows[i].level == level && row_matches(&rows[i], c, bytes) &&
+        if (rows[i].coll == a->coll && level_of(&rows[i]) == level && row_matches(&rows[i], c, bytes) &&
             rows[i].alg->applies(c, a))
             return rows[i].alg;
     return NULL; /* unreachable: every collective ends in a row that always applies */
@@ -183,9 +206,29 @@ nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
     return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
 }
 
+int nc_registry_radix_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
+{
+    const nc_tune_rule *r = nc_tune_find(c->tune, coll, c->node.size, bytes);
+    return r && r->radix ? r->radix : (int)setting;
+}
+
+/* ---- the reduction fan-in's shape ------------------------------------------------------- */
+
+/* Over the topology groups, rooted at the root, when the op commutes; a non-commutative op
+ * needs rank order, which ranges of the groups keep only when the locality order is rank
+ * order (block placement), and then from rank 0.  Reproducible mode folds flat (tree.c). */
+const nc_hier *nc_registry_fanin_shape_grouped(const nc_comm *c, const nc_reduction *red, int root, int *top)
+{
+    const nc_hier *h = c->cfg.reproducible ? NULL : c->node.hier;
+    *top = 0;
+    if (h && red->commutative) *top = root;
+    else if (h && !nc_hier_in_rank_order(h)) h = NULL;
+    return h;
+}
+
 /* ---- Allgather(v) across nodes: the leaders' spread -------------------------------------- */
 
-/* Seed 001, equation 1: max volume over the volume at the `fraction` quantile.  A few
+/* Balaji et al., equation 1: max volume over the volume at the `fraction` quantile.  A few
  * nodes far above the bulk make the set skewed. */
 static int volumes_skewed(const nc_comm *c, uint64_t *volumes, int nodes)
 {
@@ -208,7 +251,7 @@ nc_alg_id nc_registry_spread(const nc_comm *c, uint64_t *volumes, int nodes)
     }
     uint64_t total = 0;
     for (int k = 0; k < nodes; k++) total += volumes[k];
-    /* Seed 001: the ring is right for large uniform volumes only; a skewed set (or a small
+    /* Balaji et al.: the ring is right for large uniform volumes only; a skewed set (or a small
      * total, where latency counts) spreads along binomial patterns. */
     if ((int64_t)total >= c->cfg.allgatherv_ring_min && !volumes_skewed(c, volumes, nodes)) return NC_ALG_RING;
     return binomial;

@@ -5,8 +5,9 @@
 #include "engine.h"
 
 /* The algorithm for the call `a` describes, moving `bytes` (as the table counts them): the
- * one a NODECOLL_<COLL>_ALG setting forces if it applies, else the first row of the table
- * that matches and whose algorithm applies.  The same on every rank (settings agreed at
+ * one a NODECOLL_<COLL>_ALG setting forces if it applies, else the one a tuning rule names
+ * (NODECOLL_TUNE_FILE) if it applies, else the first row of the table that matches and whose
+ * algorithm applies.  The same on every rank (settings agreed at
  * setup, sizes fixed by the type signatures).  Level 0: a call's algorithm; 1: the node
  * algorithm of a step (the node Bcast inside a call). */
 const nc_algorithm *nc_registry_choose(const nc_comm *c, const nc_args *a, size_t bytes, int level);
@@ -49,6 +50,24 @@ static inline const nc_algorithm *nc_registry_select_step(const nc_comm *c, cons
  * alone (the data-movement algorithms' requirements read nothing else), so the adapter
  * asks before it looks at the call's arguments. */
 nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll);
+
+/* The radix of a tree of `coll` moving `bytes`: a tuning rule's, else `setting`'s (a
+ * parameter of the tree algorithms, planned with the call). */
+int nc_registry_radix_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting);
+static inline int nc_registry_radix(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
+{
+    return c->tune ? nc_registry_radix_ruled(c, coll, bytes, setting) : (int)setting;
+}
+
+/* The shape of a reduction fan-in to node rank `root` (a parameter of the tree algorithm,
+ * planned once): the node's topology groups or NULL (contiguous rank ranges), and the rank
+ * the tree is rooted at (*top; the root copies the result from it when they differ). */
+const nc_hier *nc_registry_fanin_shape_grouped(const nc_comm *c, const nc_reduction *red, int root, int *top);
+static inline const nc_hier *nc_registry_fanin_shape(const nc_comm *c, const nc_reduction *red, int root, int *top)
+{
+    *top = 0;
+    return c->node.hier ? nc_registry_fanin_shape_grouped(c, red, root, top) : NULL;
+}
 
 /* How the leaders spread the node regions of an Allgather(v) across nodes (a parameter of
  * that algorithm, planned once): ring, recursive doubling or dissemination, from the

@@ -1,8 +1,8 @@
-/* Node-shared Bcast, Allgather(v) and Allreduce (seed 002): every rank of a node reads the
+/* Node-shared Bcast, Allgather(v) and Allreduce (Zhou et al.): every rank of a node reads the
  * result from one region; only node leaders move data between nodes.  The protocol is in
  * shared.h; why it is safe, in docs/design.md ("Node-shared results").
  *
- * Where seed 002 puts a node barrier before and after each call, here a writer waits only
+ * Where Zhou et al. put a node barrier before and after each call, here a writer waits only
  * for the releases of the previous result (usually long done), and a reader only for the
  * one flag that announces the new result. */
 #include "shared.h"

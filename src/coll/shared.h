@@ -1,4 +1,4 @@
-/* Node-shared collective results (seed 002, the hybrid "MPI+MPI" model): a result lives once
+/* Node-shared collective results (Zhou et al., the hybrid "MPI+MPI" model): a result lives once
  * per node, in a region every rank of the node maps, and is read in place.
  *
  * Synchronisation is by per-rank sequence flags, not barriers.  For call k on a handle:

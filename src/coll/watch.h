@@ -11,8 +11,9 @@
 #include "comm.h"
 
 /* The first liveness check comes after a wait of this long, then one each as long again:
- * far above any healthy wait on a node, and one /proc read (~10 us) per 200 ms of waiting
- * costs a sleeping waiter nothing noticeable, while a death is caught within a blink. */
+ * far above any healthy wait on a node, and one /proc read (about 10 us,
+ * docs/results-costs.md) per 200 ms of waiting costs a sleeping waiter nothing noticeable,
+ * while a death is caught within a blink. */
 #define NC_PEER_CHECK_MS 200
 
 /* Points the node's waits at c->watch, per c->cfg (nothing when both settings are off).

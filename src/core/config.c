@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,27 @@ static int parse_enum(const char *s, const char *choices, int64_t *v)
     return -1;
 }
 
+/* A set: "auto" (-1), "flat" (0, none), or choices separated by commas (a bit each). */
+static int parse_set(const char *s, const char *choices, int64_t *v)
+{
+    if (!strcasecmp(s, "auto")) { *v = -1; return 0; }
+    if (!strcasecmp(s, "flat")) { *v = 0; return 0; }
+    int64_t bits = 0, bit;
+    char word[32];
+    for (const char *p = s;; p++) {
+        size_t n = strcspn(p, ",");
+        if (!n || n >= sizeof word) return -1;
+        memcpy(word, p, n);
+        word[n] = '\0';
+        if (parse_enum(word, choices, &bit)) return -1;
+        bits |= (int64_t)1 << bit;
+        p += n;
+        if (!*p) break;
+    }
+    *v = bits;
+    return 0;
+}
+
 static int parse_number(const char *s, int allow_suffix, int64_t *v)
 {
     errno = 0;
@@ -97,6 +119,7 @@ static void describe_range(const nc_setting_info *info, char *out, size_t len)
     switch (info->kind) {
     case NC_KIND_BOOL: snprintf(out, len, "0 or 1"); break;
     case NC_KIND_ENUM: snprintf(out, len, "one of %s", info->choices); break;
+    case NC_KIND_SET: snprintf(out, len, "auto, flat or a comma-separated list of %s", info->choices); break;
     default:
         nc_setting_format(info, info->min, lo, sizeof lo);
         nc_setting_format(info, info->max, hi, sizeof hi);
@@ -112,6 +135,7 @@ int nc_setting_parse(const nc_setting_info *info, const char *text, int64_t *val
     switch (info->kind) {
     case NC_KIND_BOOL: rc = parse_bool(text, &v); break;
     case NC_KIND_ENUM: rc = parse_enum(text, info->choices, &v); break;
+    case NC_KIND_SET: rc = parse_set(text, info->choices, &v); break;
     default:
         rc = parse_number(text, info->kind == NC_KIND_SIZE, &v);
         if (!rc && (v < info->min || v > info->max)) rc = -1;
@@ -128,9 +152,38 @@ int nc_setting_parse(const nc_setting_info *info, const char *text, int64_t *val
     return 0;
 }
 
+/* The name of choice `index` of "a|b|c" (its length in *n). */
+static const char *choice_name(const char *choices, int64_t index, size_t *n)
+{
+    const char *c = choices;
+    for (int64_t i = 0; i < index && c; i++) {
+        c = strchr(c, '|');
+        if (c) c++;
+    }
+    *n = c ? strcspn(c, "|") : 0;
+    return c;
+}
+
+static void format_set(const char *choices, int64_t value, char *out, size_t len)
+{
+    if (value < 0 || value == 0) {
+        snprintf(out, len, "%s", value ? "auto" : "flat");
+        return;
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (int64_t i = 0; i < 62 && used < len; i++) {
+        size_t n;
+        const char *name = (value >> i & 1) ? choice_name(choices, i, &n) : NULL;
+        if (name) used += (size_t)snprintf(out + used, len - used, "%s%.*s", used ? "," : "", (int)n, name);
+    }
+}
+
 void nc_setting_format(const nc_setting_info *info, int64_t value, char *out, size_t len)
 {
-    if (info->kind == NC_KIND_ENUM) {
+    if (info->kind == NC_KIND_SET) {
+        format_set(info->choices, value, out, len);
+    } else if (info->kind == NC_KIND_ENUM) {
         const char *c = info->choices;
         for (int64_t i = 0; i < value && c; i++) {
             c = strchr(c, '|');
@@ -166,13 +219,32 @@ void nc_config_from_env(nc_config *out, FILE *log)
     }
 }
 
-static nc_config process_config;
+nc_config nc_process_config;
+_Atomic int nc_process_config_loaded;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-static void load_process_config(void) { nc_config_from_env(&process_config, stderr); }
+static void load_process_config(void)
+{
+    nc_config_from_env(&nc_process_config, stderr);
+    atomic_store_explicit(&nc_process_config_loaded, 1, memory_order_release);
+}
 
-const nc_config *nc_config_get(void)
+const nc_config *nc_config_load(void)
 {
     pthread_once(&config_once, load_process_config);
-    return &process_config;
+    return &nc_process_config;
+}
+
+int nc_config_set(const char *name, const char *text, char *err, size_t err_len)
+{
+    nc_config_get();
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", strncasecmp(name, "NODECOLL_", 9) ? "NODECOLL_" : "", name);
+    for (int i = 0; i < nc_setting_count(); i++) {
+        const nc_setting_info *info = nc_setting(i);
+        if (strcasecmp(info->env_name, full)) continue;
+        return nc_setting_parse(info, text, (int64_t *)((char *)&nc_process_config + info->offset), err, err_len);
+    }
+    snprintf(err, err_len, "nodecoll: no setting %s", full);
+    return -1;
 }

@@ -2,12 +2,14 @@
 #ifndef NC_CONFIG_H
 #define NC_CONFIG_H
 
+#include <stdatomic.h>
+
 #include <stdint.h>
 #include <stdio.h>
 
 #include "config_table.h"
 
-typedef enum { NC_KIND_INT, NC_KIND_SIZE, NC_KIND_BOOL, NC_KIND_ENUM } nc_config_kind;
+typedef enum { NC_KIND_INT, NC_KIND_SIZE, NC_KIND_BOOL, NC_KIND_ENUM, NC_KIND_SET } nc_config_kind;
 
 typedef struct nc_config {
 #define NC_CONFIG_FIELD(field, kind, def, lo, hi, choices, doc) int64_t field;
@@ -29,13 +31,26 @@ enum { NC_BCAST_AUTO, NC_BCAST_SHM, NC_BCAST_CMA };
 enum { NC_REDUCE_AUTO, NC_REDUCE_FLAT, NC_REDUCE_TREE, NC_REDUCE_CMA, NC_REDUCE_SHM, NC_REDUCE_RECURSIVE_DOUBLING };
 enum { NC_MAP_BLOCK, NC_MAP_CYCLIC };
 enum { NC_CMA_AUTO, NC_CMA_OFF };
+enum { NC_PLACE_AUTO, NC_PLACE_CPU, NC_PLACE_BLOCK, NC_PLACE_CYCLIC, NC_PLACE_SCATTER };
 enum { NC_SPREAD_AUTO, NC_SPREAD_RING, NC_SPREAD_DOUBLING, NC_SPREAD_DISSEMINATION };
 
 int nc_setting_count(void);
 const nc_setting_info *nc_setting(int index);
 
 /* The process-wide settings, parsed from the environment on first use (thread-safe). */
-const nc_config *nc_config_get(void);
+const nc_config *nc_config_load(void);
+extern nc_config nc_process_config;
+extern _Atomic int nc_process_config_loaded;
+/* (Inline: every call asks; pthread_once costs a small collective a call and a branch.) */
+static inline const nc_config *nc_config_get(void)
+{
+    if (atomic_load_explicit(&nc_process_config_loaded, memory_order_acquire)) return &nc_process_config;
+    return nc_config_load();
+}
+/* Changes one process-wide setting (NODECOLL_ prefix optional) for the communicators set up
+ * from now on; 0, or -1 with a message in `err`.  For tools (nodecoll-tune) that compare
+ * settings in one process: not while another thread sets a communicator up. */
+int nc_config_set(const char *name, const char *text, char *err, size_t err_len);
 
 /* Parses `text` for setting `info`. Returns 0 and stores the value, or -1 and writes a
  * message naming the setting and its allowed range into `err`. */

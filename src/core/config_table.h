@@ -4,7 +4,8 @@
  *
  * X(field, kind, default, min, max, choices, doc)
  *   kind: INT (integer in [min,max]), SIZE (bytes in [min,max], accepts K/M/G suffixes),
- *         BOOL (0/1, yes/no, on/off), ENUM (one of the '|'-separated choices; stored as index).
+ *         BOOL (0/1, yes/no, on/off), ENUM (one of the '|'-separated choices; stored as index),
+ *         SET (auto = -1, flat = 0, or a comma-separated list of the choices: a bit each).
  *   Defaults were chosen from measurements recorded in docs/results.md.
  */
 /* clang-format off */
@@ -28,7 +29,8 @@
     "How ranks of a real node are dealt to emulated nodes: consecutive runs (block) or round-robin (cyclic).") \
   X(barrier_alg,         ENUM, 0,        0, 3,        "auto|flat|tree|dissemination", \
     "Barrier algorithm on a node: flat check-in/check-out, fan-in/fan-out tree, n-ary dissemination " \
-    "(auto: dissemination on one node; across nodes the node steps are a fan-in/fan-out tree).") \
+    "(auto: dissemination on one node, the tree when the node has topology groups (NODECOLL_TOPO_LEVELS); " \
+    "across nodes the node steps are a fan-in/fan-out tree).") \
   X(barrier_fanin,       INT,  8,        1, 1024,     NULL, \
     "Fan-in radix of the tree barrier.") \
   X(barrier_fanout,      INT,  8,        1, 1024,     NULL, \
@@ -36,6 +38,18 @@
   X(barrier_radix,       INT,  0,        0, 1024,     NULL, \
     "Radix n of the dissemination barrier (ceil(log_n P) steps, n-1 flags read per step); " \
     "0: P itself up to 16 ranks per node (one step), 6 above.") \
+  X(topo_levels,         SET,  -1,       -1, 15,      "package|numa|l3|core", \
+    "Topology levels the on-node trees of Barrier, Bcast, Reduce and Allreduce follow (hwloc): the ranks of " \
+    "a node are grouped by each level, each group's leader talks to the level above, and the root of a " \
+    "rooted call leads its groups, so data crosses each domain boundary once (each level's tree has the " \
+    "collective's radix).  flat: one group (the trees over rotated ranks).  auto: package,numa,l3.  A level " \
+    "with one domain among the node's ranks, or one rank per domain, drops out, so a machine with one NUMA " \
+    "node and one L3 runs flat.  Lists are separated by commas: numa,l3.") \
+  X(topo_place,          ENUM, 0,        0, 4,        "auto|cpu|block|cyclic|scatter", \
+    "Where each rank sits on the topology: cpu = the CPU it runs on when the communicator is set up (within " \
+    "its binding); block, cyclic (round-robin over NUMA nodes), scatter (a fixed shuffle of the cores) " \
+    "deal the node's ranks onto the topology's cores by node rank, to emulate a placement; auto = cpu on " \
+    "the real machine, block on a synthetic or XML topology (HWLOC_SYNTHETIC, HWLOC_XMLFILE).") \
   X(bcast_alg,           ENUM, 0,        0, 2,        "auto|shm|cma", \
     "Bcast algorithm on a node: fan-out tree through shared-memory segments, or single-copy reads (CMA).") \
   X(bcast_radix,         INT,  8,        1, 1024,     NULL, \
@@ -57,7 +71,7 @@
     "Fan-in radix of the reduction tree (fan-out of Allreduce is the Bcast tree, NODECOLL_BCAST_RADIX).") \
   X(reduce_flat_max,     SIZE, 16384,     0, 1099511627776, NULL, \
     "auto uses flat Allreduce (no fan-out step; also for Reduce_scatter below NODECOLL_REDUCE_CMA_MIN) up to this many bytes when the node has at most " \
-    "NODECOLL_REDUCE_FLAT_RANKS ranks.") \
+    "NODECOLL_REDUCE_FLAT_RANKS ranks and no topology groups (with groups: the tree, which follows them).") \
   X(reduce_flat_ranks,   INT,  8,        0, 1048576,  NULL, \
     "Most ranks per node for which auto picks the flat Allreduce.") \
   X(reduce_cma_min,      SIZE, 32768,    0, 1099511627776, NULL, \
@@ -88,14 +102,14 @@
     "into its shared slot (readers copy it out, the publisher returns at once; the slot is at most NODECOLL_SEGMENT_SIZE); larger data is read straight " \
     "from the publisher's buffer with single copy.") \
   X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
-    "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (seed 001's bins; " \
+    "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (Balaji et al.'s bins; " \
     "zero-size peers are always skipped).") \
   X(alltoall_window,     INT, 32,        0, 1000000,  NULL, \
     "Alltoall/Alltoallv/Alltoallw and the neighbourhood collectives across nodes: sends in flight at once to " \
     "remote ranks (0: all; every receive is posted first, so any window is deadlock-free).") \
   X(neighbor_small,      SIZE, 65536,    0, 1099511627776, NULL, \
     "Neighbourhood collectives: a rank reads its in-neighbours' blocks of up to this size before the larger " \
-    "ones, and sends its small blocks to other nodes first (seed 001's bins; zero-size neighbours are never " \
+    "ones, and sends its small blocks to other nodes first (Balaji et al.'s bins; zero-size neighbours are never " \
     "contacted).") \
   X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
     "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
@@ -104,7 +118,7 @@
     "auto uses the ring across nodes from this total size up, unless the node volumes are skewed.") \
   X(allgatherv_outlier_ratio, INT, 8,    1, 1000000000, NULL, \
     "Node volumes are skewed when the largest is at least this many times the volume at the outlier fraction " \
-    "(seed 001's k-select outlier ratio).") \
+    "(Balaji et al.'s k-select outlier ratio).") \
   X(allgatherv_outlier_fraction, INT, 50, 1, 100,     NULL, \
     "Percentile (of node volumes, smallest first) the largest volume is compared with by the outlier ratio.") \
   X(cma,                 ENUM, 0,        0, 1,        "auto|off", \
@@ -132,7 +146,7 @@
     "Single-copy reads into a derived datatype used in place hand its runs straight to the kernel when the " \
     "next runs average at least this many bytes; shorter runs are read into a buffer and unpacked.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
-    "Polls of a flag before yielding the core (-1: auto, 4000 when ranks fit the cores, 0 when oversubscribed).") \
+    "Polls of a flag before yielding the core (-1: auto, 4000 when the machine's ranks fit the cores their CPU masks allow together, 0 when they outnumber them).") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
     "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
   X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \

@@ -602,7 +602,7 @@ static inline __attribute__((always_inline)) void copy_tile(const tile *tl, size
     }
 }
 
-/* Seed 001's transpose pattern: the top frame walks one column (a vector of single runs
+/* Balaji et al.'s transpose pattern: the top frame walks one column (a vector of single runs
  * whose rows lie far apart) of a parent vector whose next columns start a few bytes further.
  * Copying column after column reads every cache line once per column; moving up to
  * NC_DT_TILE columns row by row reads it once.  Continues the current column from its next

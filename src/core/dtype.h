@@ -19,7 +19,7 @@
  * Position.  Element e of a buffer starts at buf + e*extent; the data of an element lie at
  * its start plus the displacements (lb and extent only place the copies, as in MPI).
  *
- * Dual context (seed 001, section 4.1).  An nc_dt_cursor is a saved position in the packed
+ * Dual context (Balaji et al., section 4.1).  An nc_dt_cursor is a saved position in the packed
  * stream: nc_dt_pack / nc_dt_unpack continue from it without searching from the start.  The
  * look-ahead (nc_dt_lookahead) walks a private copy of the cursor over the next chunk and
  * reports whether that chunk is dense (few long runs: copy run by run or hand the runs to

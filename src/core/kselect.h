@@ -1,4 +1,4 @@
-/* Selection of the k-th smallest value (seed 001's outlier test for nonuniform volumes). */
+/* Selection of the k-th smallest value (Balaji et al.'s outlier test for nonuniform volumes). */
 #ifndef NC_KSELECT_H
 #define NC_KSELECT_H
 

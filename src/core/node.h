@@ -7,16 +7,26 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hier.h"
 #include "segment.h"
+#include "tree.h"
 #include "wait.h"
 
 /* Who read the last fragment published into one of my ring slots, so the slot is refilled
  * only after those readers are done with it. */
 typedef struct nc_slot_use {
     uint64_t frag_end; /* readers must have consumed up to here (0: never used) */
-    int root, radix;   /* the Bcast tree they read through */
+    nc_tree_pos tree;  /* my place in the Bcast tree they read through: my children */
     int any_reader;    /* or any rank of the node may have read it (reductions) */
 } nc_slot_use;
+
+/* The last trees this rank took its place in (nc_node_tree). */
+#define NC_TREE_CACHE 4
+typedef struct nc_tree_cache {
+    nc_tree_pos pos[NC_TREE_CACHE];
+    const nc_hier *hier[NC_TREE_CACHE];
+    unsigned next;
+} nc_tree_cache;
 
 typedef struct nc_node {
     int size, rank;
@@ -24,12 +34,15 @@ typedef struct nc_node {
     nc_layout layout;
     nc_wait_policy wait;
     int cma;            /* single-copy reads work between all ranks of this node */
+    nc_hier *hier;      /* the groups the trees follow (NODECOLL_TOPO_LEVELS); NULL: flat */
+    nc_tree_cache trees; /* (every call plans its tree; the same few trees come back) */
     pid_t *pids;        /* per node rank, for single-copy reads */
     uint64_t sync_seq;  /* barriers and fan-in/fan-out signals */
     uint64_t frag;      /* pipeline fragments, summed over all calls */
     nc_slot_use *slot_use;                 /* per ring segment */
     nc_slot_use inline_use[NC_INLINE_SLOTS]; /* per inline fragment slot */
     uint64_t *cons_seen; /* per node rank: last value seen in its cons flag (saves re-reading a remote line) */
+    uint64_t cons_floor; /* every other rank is known to have consumed the fragments below this */
     /* Private working memory of the reductions, kept between calls (a freshly touched page
      * costs ~1.6 us on the development machine): [0] chunks of the slice algorithm,
      * [1] whole vectors (inter-node partial results, Reduce_scatter's full result). */
@@ -49,6 +62,22 @@ typedef struct nc_node {
     char *move_scratch[2];
     size_t move_scratch_bytes[2];
 } nc_node;
+
+/* My place in the tree of groups h (NULL: flat), root, radix and shape: the one computed for
+ * the last calls if it is among them. */
+static inline nc_tree_pos nc_node_tree(nc_node *n, const nc_hier *h, int root, int radix, nc_tree_shape shape)
+{
+    nc_tree_cache *c = &n->trees;
+    radix = radix < 1 ? 1 : radix; /* (as nc_tree_place keeps it: never 0, as an unused entry's) */
+    for (int i = 0; i < NC_TREE_CACHE; i++) {
+        const nc_tree_pos *t = &c->pos[i];
+        if (t->radix == radix && t->root == root && t->shape == (signed char)shape && c->hier[i] == h) return *t;
+    }
+    unsigned at = c->next++ % NC_TREE_CACHE;
+    c->pos[at] = nc_tree_place(h, n->size, n->rank, root, radix, shape);
+    c->hier[at] = h;
+    return c->pos[at];
+}
 
 static inline nc_rank_ctl *nc_node_ctl(const nc_node *n, int rank)
 {

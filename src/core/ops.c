@@ -11,6 +11,8 @@ typedef struct { long v; int i; } nc_long_int;
 typedef struct { int v; int i; } nc_int_int;
 typedef struct { short v; int i; } nc_short_int;
 typedef struct { long double v; int i; } nc_long_double_int;
+typedef struct { float v; float i; } nc_real_real;       /* MPI_2REAL */
+typedef struct { double v; double i; } nc_double_double; /* MPI_2DOUBLE_PRECISION */
 
 typedef int8_t T_I8;  typedef uint8_t T_U8;  typedef int16_t T_I16; typedef uint16_t T_U16;
 typedef int32_t T_I32; typedef uint32_t T_U32; typedef int64_t T_I64; typedef uint64_t T_U64;
@@ -19,6 +21,8 @@ typedef float _Complex T_C32; typedef double _Complex T_C64; typedef long double
 typedef bool T_BOOL;
 typedef nc_float_int T_FLOAT_INT; typedef nc_double_int T_DOUBLE_INT; typedef nc_long_int T_LONG_INT;
 typedef nc_int_int T_INT_INT; typedef nc_short_int T_SHORT_INT; typedef nc_long_double_int T_LONG_DOUBLE_INT;
+typedef nc_real_real T_REAL_REAL; typedef nc_double_double T_DOUBLE_DOUBLE;
+typedef int32_t T_FLOG32; typedef int64_t T_FLOG64;
 
 /* Arithmetic type per element: SUM and PROD of integers wrap (two's complement, as every MPI
  * does) instead of overflowing signed arithmetic, which C leaves undefined.  16-bit values
@@ -44,9 +48,28 @@ typedef T_C32 W_C32; typedef T_C64 W_C64; typedef T_C80 W_C80;
 /* MPI: the smaller (larger) value wins; on a tie, the smaller index. */
 #define E_MINLOC(W, a, b) ((a).v < (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
 #define E_MAXLOC(W, a, b) ((a).v > (b).v || ((a).v == (b).v && (a).i < (b).i) ? (a) : (b))
-/* The pair types only take MINLOC/MAXLOC and bool only logical ops, which ignore W. */
+/* Fortran LOGICAL, as the host MPI reads and writes it (nc_fortran_logical_set). */
+static struct {
+    long long true_value, false_value;
+    int exact;
+} flog = {1, 0, 0};
+#define FLOG_IS(x) (flog.exact ? (long long)(x) == flog.true_value : (long long)(x) != flog.false_value)
+#define FLOG_OF(truth) ((truth) ? flog.true_value : flog.false_value)
+#define E_FLOG_LAND(W, a, b) FLOG_OF(FLOG_IS(a) && FLOG_IS(b))
+#define E_FLOG_LOR(W, a, b) FLOG_OF(FLOG_IS(a) || FLOG_IS(b))
+#define E_FLOG_LXOR(W, a, b) FLOG_OF(FLOG_IS(a) != FLOG_IS(b))
+
+void nc_fortran_logical_set(long long true_value, long long false_value, int exact)
+{
+    flog.true_value = true_value;
+    flog.false_value = false_value;
+    flog.exact = exact;
+}
+
+/* The pair types only take MINLOC/MAXLOC and the logical types only logical ops, which ignore W. */
 #define W_OF(ELEM) W_##ELEM
-typedef void W_BOOL, W_FLOAT_INT, W_DOUBLE_INT, W_LONG_INT, W_INT_INT, W_SHORT_INT, W_LONG_DOUBLE_INT;
+typedef void W_BOOL, W_FLOAT_INT, W_DOUBLE_INT, W_LONG_INT, W_INT_INT, W_SHORT_INT, W_LONG_DOUBLE_INT, W_REAL_REAL,
+    W_DOUBLE_DOUBLE, W_FLOG32, W_FLOG64;
 
 /* The loop is simple enough for the vectorizer (checked with -fopt-info-vec, see
  * docs/design.md).  Callers never pass overlapping buffers, hence restrict: no run-time
@@ -63,7 +86,11 @@ typedef void W_BOOL, W_FLOAT_INT, W_DOUBLE_INT, W_LONG_INT, W_INT_INT, W_SHORT_I
 #define NC_INTEGERS(X, OP) X(OP, I8) X(OP, U8) X(OP, I16) X(OP, U16) X(OP, I32) X(OP, U32) X(OP, I64) X(OP, U64)
 #define NC_FLOATS(X, OP) X(OP, F32) X(OP, F64) X(OP, F80)
 #define NC_COMPLEX(X, OP) X(OP, C32) X(OP, C64) X(OP, C80)
-#define NC_PAIRS(X, OP) X(OP, FLOAT_INT) X(OP, DOUBLE_INT) X(OP, LONG_INT) X(OP, INT_INT) X(OP, SHORT_INT) X(OP, LONG_DOUBLE_INT)
+#define NC_PAIRS(X, OP)                                                                                   \
+    X(OP, FLOAT_INT) X(OP, DOUBLE_INT) X(OP, LONG_INT) X(OP, INT_INT) X(OP, SHORT_INT) X(OP, LONG_DOUBLE_INT) \
+    X(OP, REAL_REAL) X(OP, DOUBLE_DOUBLE)
+/* Fortran LOGICAL takes the logical ops only, in their own form (E_FLOG_<OP>). */
+#define NC_FORTRAN_LOGICAL(X, OP) X(FLOG_##OP, FLOG32) X(FLOG_##OP, FLOG64)
 
 #define NC_ARITH(X, OP) NC_INTEGERS(X, OP) NC_FLOATS(X, OP) NC_COMPLEX(X, OP)
 #define NC_ORDERED(X, OP) NC_INTEGERS(X, OP) NC_FLOATS(X, OP)
@@ -73,10 +100,15 @@ typedef void W_BOOL, W_FLOAT_INT, W_DOUBLE_INT, W_LONG_INT, W_INT_INT, W_SHORT_I
 #define NC_DEFINED(X)                                                              \
     NC_ARITH(X, SUM) NC_ARITH(X, PROD) NC_ORDERED(X, MIN) NC_ORDERED(X, MAX)       \
     NC_LOGICAL(X, LAND) NC_LOGICAL(X, LOR) NC_LOGICAL(X, LXOR) NC_BITWISE(X, BAND) \
-    NC_BITWISE(X, BOR) NC_BITWISE(X, BXOR) NC_PAIRS(X, MINLOC) NC_PAIRS(X, MAXLOC)
+    NC_BITWISE(X, BOR) NC_BITWISE(X, BXOR) NC_PAIRS(X, MINLOC) NC_PAIRS(X, MAXLOC)                    \
+    NC_FORTRAN_LOGICAL(X, LAND) NC_FORTRAN_LOGICAL(X, LOR) NC_FORTRAN_LOGICAL(X, LXOR)
 
 NC_DEFINED(NC_KERNEL)
 
+/* (the Fortran LOGICAL kernels k_FLOG_<OP>_<ELEM> serve op <OP>) */
+#define NC_OP_FLOG_LAND NC_OP_LAND
+#define NC_OP_FLOG_LOR NC_OP_LOR
+#define NC_OP_FLOG_LXOR NC_OP_LXOR
 #define NC_TABLE_ENTRY(OP, ELEM) [NC_OP_##OP][NC_ELEM_##ELEM] = k_##OP##_##ELEM,
 static const nc_reduce_fn kernels[NC_OP_COUNT][NC_ELEM_COUNT] = {NC_DEFINED(NC_TABLE_ENTRY)};
 

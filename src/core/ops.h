@@ -8,11 +8,15 @@
 
 #define NC_OPS(X) X(SUM) X(PROD) X(MIN) X(MAX) X(LAND) X(LOR) X(LXOR) X(BAND) X(BOR) X(BXOR) X(MINLOC) X(MAXLOC)
 
-/* Element types by representation; the adapter maps every C MPI type onto one of these. */
+/* Element types by representation; the adapter maps every predefined MPI type it accelerates
+ * onto one of these.  FLOG32/FLOG64 are Fortran LOGICALs of 4 and 8 bytes (true and false as
+ * the host MPI defines them: nc_fortran_logical_set); REAL_REAL and DOUBLE_DOUBLE are
+ * Fortran's MINLOC/MAXLOC pairs, whose index has the value's type (MPI_2REAL,
+ * MPI_2DOUBLE_PRECISION). */
 #define NC_ELEMS(X)                                                                             \
     X(I8) X(U8) X(I16) X(U16) X(I32) X(U32) X(I64) X(U64) X(F32) X(F64) X(F80) X(C32) X(C64)  \
     X(C80) X(BOOL) X(FLOAT_INT) X(DOUBLE_INT) X(LONG_INT) X(INT_INT) X(SHORT_INT)             \
-    X(LONG_DOUBLE_INT)
+    X(LONG_DOUBLE_INT) X(FLOG32) X(FLOG64) X(REAL_REAL) X(DOUBLE_DOUBLE)
 
 typedef enum {
 #define NC_ENUM_OP(name) NC_OP_##name,
@@ -43,6 +47,10 @@ typedef struct nc_reduction {
 /* The kernel for a predefined op on an element type, or NULL where MPI does not define it. */
 nc_reduce_fn nc_kernel(nc_op_id op, nc_elem_id elem);
 size_t nc_elem_size(nc_elem_id elem);
+/* How the host MPI reads and writes Fortran LOGICAL: the value it writes for .TRUE. and for
+ * .FALSE., and whether it reads only `true_value` as true (exact) or anything but
+ * `false_value`.  Set once, before any FLOG kernel runs (default: 1, 0, not exact). */
+void nc_fortran_logical_set(long long true_value, long long false_value, int exact);
 const char *nc_op_name(nc_op_id op);
 const char *nc_elem_name(nc_elem_id elem);
 

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "alive.h"
+#include "topo.h"
 #include "wait.h"
 
 #define NC_SEGMENT_NAME_MAX 64
@@ -59,6 +60,7 @@ typedef struct nc_rank_info {
     nc_proc_id proc;     /* pid, and who it is to /proc: for peers' liveness checks */
     uint64_t probe_addr; /* a word of my memory and its value: the single-copy test */
     uint64_t probe_word;
+    nc_topo_loc loc;     /* where I sit on the node's topology (NODECOLL_TOPO_LEVELS) */
 } nc_rank_info;
 
 static inline void nc_rank_info_publish(nc_rank_ctl *ctl, const nc_rank_info *info)

@@ -1,5 +1,5 @@
-/* Per-process call counters by collective and algorithm (relaxed atomics: exact totals,
- * no ordering, cheap enough for the fast path). */
+/* Per-process call counters by collective and algorithm (each thread counts in its own block,
+ * summed when read: exact totals, no locked instruction on the fast path; stats.c). */
 #ifndef NC_STATS_H
 #define NC_STATS_H
 

@@ -1,10 +1,12 @@
 #include "team.h"
 
+#include "hot_tls.h"
+
 #include <string.h>
 
 #include "cma.h"
 
-static _Thread_local nc_team *leading;
+static NC_HOT_TLS nc_team *leading;
 
 void nc_team_init(nc_team *t, int threads, size_t part_min, nc_wait_policy wait)
 {

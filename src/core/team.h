@@ -1,4 +1,4 @@
-/* Thread teams (seed 004's endpoints, shaped for MPI+OpenMP codes): while one thread of a
+/* Thread teams (Luo et al.'s endpoints, shaped for MPI+OpenMP codes): while one thread of a
  * rank runs a collective, the other threads of its team wait here and take shares of the
  * large copies, single-copy reads and reductions the algorithm makes.
  *
@@ -57,7 +57,7 @@ void nc_par_copy(void *dst, const void *src, size_t bytes);
 int nc_par_cma(int write, pid_t pid, void *remote, void *local, size_t bytes);
 void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t count);
 /* fn(ctx, 0 .. items-1), the items divided into consecutive groups among the team's threads
- * (seed 004's "Group": each thread serves its own peers); `bytes` is the work they move. */
+ * (Luo et al.'s "Group": each thread serves its own peers); `bytes` is the work they move. */
 void nc_par_each(void (*fn)(void *ctx, size_t item), void *ctx, size_t items, size_t bytes);
 
 #endif

@@ -3,8 +3,10 @@
 #ifndef NC_TREE_H
 #define NC_TREE_H
 
-static inline int nc_vrank(int rank, int root, int n) { return (rank - root + n) % n; }
-static inline int nc_rank_of(int vrank, int root, int n) { return (vrank + root) % n; }
+/* (0 <= rank, root, vrank < n: a compare instead of a division, which every call's tree and
+ * each child looked up would pay) */
+static inline int nc_vrank(int rank, int root, int n) { return rank >= root ? rank - root : rank - root + n; }
+static inline int nc_rank_of(int vrank, int root, int n) { return vrank + root < n ? vrank + root : vrank + root - n; }
 
 /* Parent of virtual rank v (v > 0) in a radix-k tree. */
 static inline int nc_tree_parent(int v, int k) { return (v - 1) / k; }

@@ -1,6 +1,7 @@
 #include "wait.h"
 
 #include <sched.h>
+#include <string.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -26,8 +27,8 @@ typedef struct watch_clock {
     int64_t start, report_at, check_at;
 } watch_clock;
 
-/* Polls of the yield phase between looks at the clock: a look (~30 ns) against 16 yields
- * (~0.7 us each on the development machine when nothing else runs) costs 0.3%; each
+/* Polls of the yield phase between looks at the clock: a clock read costs a few hundredths
+ * of a sched_yield (docs/results-costs.md), so one look per 16 yields is noise; each
  * sleeping poll looks. */
 #define NC_WATCH_YIELDS_PER_LOOK 16
 
@@ -89,4 +90,21 @@ nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_u
     p.watch = NULL;
     p.idle = NULL;
     return p;
+}
+
+int nc_cpu_mask(uint64_t mask[NC_CPU_WORDS])
+{
+    cpu_set_t set;
+    memset(mask, 0, sizeof(uint64_t) * NC_CPU_WORDS);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    for (int cpu = 0; cpu < NC_CPU_WORDS * 64 && cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &set)) mask[cpu / 64] |= (uint64_t)1 << (cpu % 64);
+    return 1;
+}
+
+int nc_cpu_count(const uint64_t mask[NC_CPU_WORDS])
+{
+    int n = 0;
+    for (int w = 0; w < NC_CPU_WORDS; w++) n += __builtin_popcountll(mask[w]);
+    return n;
 }

@@ -77,4 +77,13 @@ static inline void nc_wait_ge(const nc_flag *f, uint64_t target, const nc_wait_p
  * It has no watch. */
 nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_us, int oversubscribed);
 
+/* The CPUs this process may run on, as a mask of NC_CPU_WORDS words (CPU i is bit i % 64 of
+ * word i / 64); 0 if the system does not say (then every online CPU counts).  A node's
+ * ranks OR their masks to learn how many cores they share: a container's cpuset or a
+ * launcher's binding can leave fewer than the machine has online. */
+#define NC_CPU_WORDS 16
+int nc_cpu_mask(uint64_t mask[NC_CPU_WORDS]);
+/* CPUs in a mask (0 for an empty one). */
+int nc_cpu_count(const uint64_t mask[NC_CPU_WORDS]);
+
 #endif

@@ -44,7 +44,7 @@ static int is_committed(MPI_Datatype type, int combiner)
 
 /* Predefined types whose elements lie back to back (not MPI_DOUBLE_INT and friends, whose
  * extent includes padding): their bytes in memory are their bytes on the wire. */
-static int is_dense_named(MPI_Datatype type, int combiner, int size)
+static int is_dense_named(MPI_Datatype type, int combiner, MPI_Count size)
 {
     MPI_Aint lb, extent;
     if (combiner != MPI_COMBINER_NAMED) return 0;
@@ -56,7 +56,8 @@ static int is_dense_named(MPI_Datatype type, int combiner, int size)
  * are never freed, so a handle seen here cannot have been reused for another type. */
 typedef struct named_type {
     MPI_Datatype type;
-    int size, dense, valid;
+    MPI_Count size;
+    int dense, valid;
 } named_type;
 #define NC_RECENT_TYPES 4
 static _Thread_local named_type recent_types[NC_RECENT_TYPES];
@@ -70,10 +71,13 @@ static const named_type *recent_named(MPI_Datatype type)
 }
 
 /* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
-static int describe_type(MPI_Datatype type, int *size, int *dense)
+NC_HOT_TLS nc_dense_type nc_last_dense_type;
+
+static int describe_type(MPI_Datatype type, MPI_Count *size, int *dense)
 {
     const named_type *known = recent_named(type);
     if (known) {
+        if (known->dense) nc_last_dense_type = (nc_dense_type){type, (size_t)known->size};
         *size = known->size;
         *dense = known->dense;
         return 0;
@@ -84,18 +88,21 @@ static int describe_type(MPI_Datatype type, int *size, int *dense)
         if (named != type) return describe_type(named, size, dense); /* (committed, like every predefined type) */
     }
     if (combiner < 0 || !is_committed(type, combiner)) return 1;
-    if (PMPI_Type_size(type, size) != MPI_SUCCESS) return 1;
+    if (PMPI_Type_size_x(type, size) != MPI_SUCCESS || *size < 0) return 1;
     *dense = is_dense_named(type, combiner, *size);
-    if (combiner == MPI_COMBINER_NAMED)
+    if (combiner == MPI_COMBINER_NAMED) {
         recent_types[recent_next++ % NC_RECENT_TYPES] = (named_type){type, *size, *dense, 1};
+        if (*dense) nc_last_dense_type = (nc_dense_type){type, (size_t)*size};
+    }
     return 0;
 }
 
-int nc_datatype_describe(MPI_Datatype type, int *size, int *dense) { return describe_type(type, size, dense); }
+int nc_datatype_describe(MPI_Datatype type, MPI_Count *size, int *dense) { return describe_type(type, size, dense); }
 
 int nc_datatype_gapless(MPI_Datatype type, size_t *size)
 {
-    int bytes, dense;
+    MPI_Count bytes;
+    int dense;
     MPI_Aint lb, extent, true_lb, true_extent;
     if (describe_type(type, &bytes, &dense) || bytes <= 0) return 0;
     if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
@@ -118,15 +125,34 @@ static MPI_Datatype moved_down_a_byte(MPI_Datatype type)
     return moved;
 }
 
-/* MPI_Pack and MPI_Unpack count bytes in int: move the data in pieces of whole elements, each
- * below INT_MAX bytes, so a message of any size stays on the same path on every rank. */
+/* The host's MPI_Pack or MPI_Unpack of n elements: MPI-4's large-count forms where the host
+ * has them (one call packs any size), else the int forms, whose pieces stay below INT_MAX
+ * bytes (NC_PACK_MAX). */
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+#define NC_PACK_MAX ((size_t)PTRDIFF_MAX)
+#define NC_HOST_PACK(Name) PMPI_##Name##_c
+typedef MPI_Count nc_pack_count;
+#else
+#define NC_PACK_MAX ((size_t)INT_MAX)
+#define NC_HOST_PACK(Name) PMPI_##Name
+typedef int nc_pack_count;
+#endif
+static int host_pack(char *packed, size_t bytes, void *user, size_t n, MPI_Datatype type, MPI_Comm comm, int unpack)
+{
+    nc_pack_count position = 0, size = (nc_pack_count)bytes, count = (nc_pack_count)n;
+    return unpack ? NC_HOST_PACK(Unpack)(packed, size, &position, user, count, type, comm)
+                  : NC_HOST_PACK(Pack)(user, count, type, packed, size, &position, comm);
+}
+
+/* Moves the data in pieces of whole elements within what the host's MPI_Pack counts, so a
+ * message of any size stays on the same path on every rank. */
 static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)
 {
     MPI_Aint lb, extent;
     if (PMPI_Type_get_extent(b->type, &lb, &extent) != MPI_SUCCESS) return MPI_ERR_TYPE;
     size_t elem_bytes = b->bytes / (size_t)b->count;
-    size_t per_piece = elem_bytes ? (size_t)INT_MAX / elem_bytes : (size_t)b->count;
-    if (per_piece == 0) return MPI_ERR_COUNT; /* one element above 2 GiB: not packable by MPI */
+    size_t per_piece = elem_bytes ? NC_PACK_MAX / elem_bytes : (size_t)b->count;
+    if (per_piece == 0) return MPI_ERR_COUNT; /* one element above 2 GiB: not packable by MPI_Pack */
     int err = MPI_SUCCESS;
     for (size_t first = 0; first < (size_t)b->count && err == MPI_SUCCESS; first += per_piece) {
         size_t n = (size_t)b->count - first < per_piece ? (size_t)b->count - first : per_piece;
@@ -135,9 +161,7 @@ static int pack_in_pieces(nc_buffer *b, MPI_Comm comm, int unpack)
         MPI_Datatype type = at ? b->type : moved_down_a_byte(b->type);
         void *user = (void *)(at ? at : 1);
         char *packed = (char *)b->staging + first * elem_bytes;
-        int piece = (int)(n * elem_bytes), position = 0;
-        err = unpack ? PMPI_Unpack(packed, piece, &position, user, (int)n, type, comm)
-                     : PMPI_Pack(user, (int)n, type, packed, piece, &position, comm);
+        err = host_pack(packed, n * elem_bytes, user, n, type, comm, unpack);
         if (type != b->type) PMPI_Type_free(&type);
     }
     return err;
@@ -163,8 +187,8 @@ int nc_buffer_transfer(nc_buffer *b, MPI_Comm comm, int unpack)
 
 /* nc_buffer_open once the type is known to be usable; `stage`: give a type that is not
  * dense a packed staging copy (else the caller uses it in place). */
-static int open_described(nc_buffer *b, void *buf, int count, MPI_Datatype type, int size, int dense, MPI_Comm comm,
-                          int fill, int stage)
+static int open_described(nc_buffer *b, void *buf, MPI_Count count, MPI_Datatype type, MPI_Count size, int dense,
+                          MPI_Comm comm, int fill, int stage)
 {
     *b = (nc_buffer){buf, (size_t)count * (size_t)size, buf, count, type, NULL};
     if (dense || !b->bytes) {
@@ -183,17 +207,19 @@ static int open_described(nc_buffer *b, void *buf, int count, MPI_Datatype type,
     return 0;
 }
 
-int nc_buffer_open(nc_buffer *b, void *buf, int count, MPI_Datatype type, MPI_Comm comm, int fill)
+int nc_buffer_open(nc_buffer *b, void *buf, MPI_Count count, MPI_Datatype type, MPI_Comm comm, int fill)
 {
-    int size, dense;
+    MPI_Count size;
+    int dense;
     if (count < 0 || describe_type(type, &size, &dense)) return 1;
     return open_described(b, buf, count, type, size, dense, comm, fill, 1);
 }
 
-int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, int count, MPI_Datatype type,
-                        MPI_Comm comm, int fill)
+int nc_buffer_open_data_described(nc_buffer *b, nc_data *l, nc_dt_cursor *cursor, void *buf, MPI_Count count,
+                                  MPI_Datatype type, MPI_Comm comm, int fill)
 {
-    int size, dense;
+    MPI_Count size;
+    int dense;
     if (count < 0 || describe_type(type, &size, &dense)) return 1;
     const nc_config *cfg = nc_config_get();
     const nc_dtype *d = !dense && count && size && cfg->dtype_engine ? nc_mpi_dtype(type) : NULL;

@@ -13,11 +13,14 @@
 /* One vector argument as MPI describes it, and its byte form for the algorithms. */
 typedef struct nc_move_vec {
     char *user;
-    const int *counts, *displs;  /* vector forms; else NULL: `count` each, blocks back to back */
-    const MPI_Aint *byte_displs; /* Neighbor_alltoallw's displacements (else NULL) */
-    int count, n;                /* n: blocks, set from the communicator once it is known (its
+    const void *counts, *displs; /* vector forms (int, or MPI_Count and MPI_Aint if `wide`: the
+                                  * _c forms); else NULL: `count` each, blocks back to back */
+    MPI_Count count;
+    int n;                       /* blocks, set from the communicator once it is known (its
                                   * size, or a neighbourhood collective's in- or out-degree) */
     int vector;                  /* counts and displs (and types, for Alltoallw) are required */
+    int wide;
+    int aint_displs;             /* displacements are MPI_Aint even when not `wide` (Neighbor_alltoallw) */
     MPI_Datatype type;
     const MPI_Datatype *types;   /* (Neighbor_)Alltoallw: a type per block, displacements in bytes */
     /* Once opened: */
@@ -41,7 +44,7 @@ typedef struct nc_move_args {
     nc_coll_id coll;
     int root;                    /* NC_CALL_NONE for the unrooted */
     const void *one;
-    int one_count;
+    MPI_Count one_count;
     MPI_Datatype one_type;
     nc_move_vec send, recv;
 } nc_move_args;

@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,41 +13,51 @@
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static nc_mpi_request *live;   /* every request handed to the user and not yet freed */
+/* Request objects are kept for reuse, each with its handle for good (see take_request), and
+ * indexed by handle in buckets that only ever grow: a completion call finds a handle's object
+ * without a lock, and the object's `live` flag says whether it is the user's right now. */
+#define NC_REQUEST_BUCKETS 256
+static _Atomic(nc_mpi_request *) buckets[NC_REQUEST_BUCKETS];
 static _Atomic int live_count; /* lets completion calls skip the lookup when zero */
 
 static int any_live(void) { return atomic_load_explicit(&live_count, memory_order_acquire) != 0; }
 
+static unsigned bucket_of(MPI_Request handle)
+{
+    uint64_t key = 0;
+    memcpy(&key, &handle, sizeof handle < sizeof key ? sizeof handle : sizeof key);
+    return (unsigned)((key * 0x9e3779b97f4a7c15ULL) >> 56) % NC_REQUEST_BUCKETS;
+}
+
 static nc_mpi_request *find(MPI_Request handle)
 {
     if (handle == MPI_REQUEST_NULL) return NULL;
-    pthread_mutex_lock(&live_lock);
-    nc_mpi_request *r = live;
-    while (r && r->handle != handle) r = r->next;
-    pthread_mutex_unlock(&live_lock);
-    return r;
+    for (nc_mpi_request *r = atomic_load_explicit(&buckets[bucket_of(handle)], memory_order_acquire); r;
+         r = r->index_next)
+        if (r->handle == handle) return atomic_load_explicit(&r->live, memory_order_acquire) ? r : NULL;
+    return NULL;
 }
+
+static void index_request(nc_mpi_request *r)
+{
+    _Atomic(nc_mpi_request *) *head = &buckets[bucket_of(r->handle)];
+    nc_mpi_request *first = atomic_load_explicit(head, memory_order_relaxed);
+    do r->index_next = first;
+    while (!atomic_compare_exchange_weak_explicit(head, &first, r, memory_order_release, memory_order_relaxed));
+}
+
+int nc_mpi_request_is_nodecoll(MPI_Request handle) { return any_live() && find(handle) != NULL; }
 
 static void link_live(nc_mpi_request *r)
 {
-    pthread_mutex_lock(&live_lock);
-    r->next = live;
-    live = r;
+    atomic_store_explicit(&r->live, 1, memory_order_release);
     atomic_fetch_add_explicit(&live_count, 1, memory_order_release);
-    pthread_mutex_unlock(&live_lock);
 }
 
 static void unlink_live(nc_mpi_request *r)
 {
-    pthread_mutex_lock(&live_lock);
-    for (nc_mpi_request **at = &live; *at; at = &(*at)->next)
-        if (*at == r) {
-            *at = r->next;
-            atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
-            break;
-        }
-    pthread_mutex_unlock(&live_lock);
+    if (!atomic_exchange_explicit(&r->live, 0, memory_order_acq_rel)) return;
+    atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
 }
 
 /* Starts the progress thread on the first request when the settings ask for it. */
@@ -61,45 +73,74 @@ static void start_progress_thread(const nc_config *cfg)
 /* Handles are kept for reuse, never freed before MPI_Finalize: MPICH 4.0.2 recycles the
  * object of a freed persistent receive for the application's next persistent collective,
  * which then hangs (a plain MPICH program shows it: Recv_init, Request_free, Bcast_init,
- * Start, Wait). */
-static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
-static MPI_Request *spare_handles;
-static int spare_count, spare_room;
+ * Start, Wait).  So each request object keeps its handle, and objects go back to a spare list
+ * (a fresh calloc, handle and index entry per nonblocking call cost more than the call). */
+static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_mpi_request *spares;
 
-static int take_handle(MPI_Request *h)
+/* Clears a reused object as calloc did, except what every use sets before reading: the
+ * operation's state (planned), the datatype cursors at the end of the calls (positioned by
+ * the datatype engine), and the index link and handle (a lock-free find may be reading them).
+ * (Clearing all 2.7 KiB cost a small nonblocking call about as much as its operation.) */
+static void clear_request(nc_mpi_request *r)
 {
-    pthread_mutex_lock(&handles_lock);
-    int have = spare_count > 0;
-    if (have) *h = spare_handles[--spare_count];
-    pthread_mutex_unlock(&handles_lock);
-    if (have) return 1;
-    return PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, h) == MPI_SUCCESS;
+    size_t call_head = offsetof(nc_mpi_bcast_call, cursor);
+    if (offsetof(nc_mpi_move_call, cursor) > call_head) call_head = offsetof(nc_mpi_move_call, cursor);
+    if (sizeof(nc_mpi_reduce_call) > call_head) call_head = sizeof(nc_mpi_reduce_call);
+    memset(r, 0, offsetof(nc_mpi_request, op.state));
+    memset(&r->args, 0, offsetof(nc_mpi_request, call) - offsetof(nc_mpi_request, args));
+    memset(&r->call, 0, call_head);
+    memset(&r->next_deferred, 0, offsetof(nc_mpi_request, index_next) - offsetof(nc_mpi_request, next_deferred));
 }
 
-static void give_back_handle(MPI_Request h)
+/* A cleared request object with a handle, or NULL. */
+static nc_mpi_request *take_request(void)
 {
-    pthread_mutex_lock(&handles_lock);
-    if (spare_count == spare_room) {
-        int room = spare_room ? 2 * spare_room : 64;
-        MPI_Request *grown = realloc(spare_handles, (size_t)room * sizeof *grown);
-        if (!grown) nc_fatal("out of memory for request handles");
-        spare_handles = grown;
-        spare_room = room;
+    int locked = nc_engine_lock(&spares_lock); /* (else one thread at a time is here) */
+    nc_mpi_request *r = spares;
+    if (r) spares = r->next_spare;
+    nc_engine_unlock(&spares_lock, locked);
+    if (r) {
+        clear_request(r);
+        return r;
     }
-    spare_handles[spare_count++] = h;
-    pthread_mutex_unlock(&handles_lock);
+    r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    if (PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &r->handle) != MPI_SUCCESS) {
+        free(r);
+        return NULL;
+    }
+    index_request(r);
+    return r;
+}
+
+static void give_back_request(nc_mpi_request *r)
+{
+    int locked = nc_engine_lock(&spares_lock);
+    r->next_spare = spares;
+    spares = r;
+    nc_engine_unlock(&spares_lock, locked);
+}
+
+/* Under MPI_THREAD_MULTIPLE other threads may start and progress operations: the engine's
+ * queues must take their locks from the first request on. */
+static void share_queues_if_threads_may(void)
+{
+    static _Atomic int known;
+    if (atomic_load_explicit(&known, memory_order_acquire)) return;
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) nc_engine_share_queues();
+    atomic_store_explicit(&known, 1, memory_order_release);
 }
 
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent)
 {
     nc_mpi_release_freed();
+    share_queues_if_threads_may();
     start_progress_thread(&s->coll.cfg);
-    nc_mpi_request *r = calloc(1, sizeof *r);
+    nc_mpi_request *r = take_request();
     if (!r) return NULL;
-    if (!take_handle(&r->handle)) {
-        free(r);
-        return NULL;
-    }
     r->s = s;
     nc_mpi_comm_hold(s);
     r->comm = comm;
@@ -111,9 +152,8 @@ nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_c
 static void destroy(nc_mpi_request *r)
 {
     if (r->form->release) r->form->release(r);
-    give_back_handle(r->handle);
     nc_mpi_comm_drop(r->s);
-    free(r);
+    give_back_request(r);
 }
 
 void nc_mpi_request_discard(nc_mpi_request *r) { destroy(r); }
@@ -144,7 +184,16 @@ static int deliver(nc_mpi_request *r)
 }
 
 /* A request freed while active is released by whoever comes second: the engine completing
- * its operation, or MPI_Request_free. */
+ * its operation, or MPI_Request_free.  Whether I am second (the exchange is locked only where
+ * another thread may be the first: a small request paid for it at every completion). */
+static int second_to_detach(nc_mpi_request *r)
+{
+    if (nc_engine_queues_shared()) return atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel);
+    int before = atomic_load_explicit(&r->detached, memory_order_relaxed);
+    atomic_store_explicit(&r->detached, 1, memory_order_relaxed);
+    return before;
+}
+
 static void release_detached(nc_mpi_request *r)
 {
     /* (the engine stores `done` just after `finished` returns) */
@@ -180,7 +229,7 @@ void nc_mpi_release_freed_completed(void)
 static void operation_finished(nc_op *op)
 {
     nc_mpi_request *r = op->owner;
-    if (!atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) return;
+    if (!second_to_detach(r)) return;
     pthread_mutex_lock(&deferred_lock);
     r->next_deferred = deferred;
     deferred = r;
@@ -304,7 +353,7 @@ NC_EXPORT int MPI_Request_free(MPI_Request *request)
     if (!r->active) {
         unlink_live(r);
         destroy(r);
-    } else if (atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel)) {
+    } else if (second_to_detach(r)) {
         release_detached(r); /* its operation had completed already */
     }
     return MPI_SUCCESS;

@@ -23,26 +23,30 @@
  * (mpi-ext.h); found at build time. */
 #if defined(NODECOLL_HAVE_MPI_PERSISTENT)
 #define NC_PERSISTENT_COLLECTIVES 1
-#define NC_INIT(coll) MPI_##coll##_init
-#define NC_HOST_INIT(coll) PMPI_##coll##_init
+#define NC_INIT_OF(coll, sfx) MPI_##coll##_init##sfx
+#define NC_HOST_INIT_OF(coll, sfx) PMPI_##coll##_init##sfx
 #elif defined(NODECOLL_HAVE_MPIX_PERSISTENT)
 #include <mpi-ext.h>
 #define NC_PERSISTENT_COLLECTIVES 1
-#define NC_INIT(coll) MPIX_##coll##_init
-#define NC_HOST_INIT(coll) PMPIX_##coll##_init
+#define NC_INIT_OF(coll, sfx) MPIX_##coll##_init##sfx
+#define NC_HOST_INIT_OF(coll, sfx) PMPIX_##coll##_init##sfx
 #endif
+/* (sfx: empty, or _c for MPI-4's large-count form) */
+#define NC_INIT(coll) NC_INIT_OF(coll, )
+#define NC_HOST_INIT(coll) NC_HOST_INIT_OF(coll, )
 
 typedef struct nc_mpi_request nc_mpi_request;
 
 /* Which form of a collective the user called: blocking (request NULL), nonblocking, or
- * persistent (with its info). */
+ * persistent (with its info); `large`: MPI-4's large-count form (MPI_<Coll>_c), whose count
+ * and displacement arrays hold MPI_Count and MPI_Aint (nc_mpi_count_at) instead of int. */
 typedef struct nc_call_form_args {
     MPI_Request *request;
     int persistent;
     MPI_Info info;
     int blocking;
+    int large;
 } nc_call_form_args;
-static const nc_call_form_args nc_blocking_form = {NULL, 0, MPI_INFO_NULL, 1};
 
 /* The state for a call of form f, or NULL: the host serves it (a nonblocking call on a
  * communicator not yet set up, or without a request to return: the host reports that). */
@@ -64,56 +68,74 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
  * line they cost an 8-byte Allreduce about 5 ns, 5%). */
 #define NC_FORM_INLINE static inline __attribute__((always_inline))
 
-/* The host's own form of a call nodecoll leaves to it, by f: PMPI_<Name>(args...),
- * PMPI_<IName>(args..., request) or the host's persistent init (args..., info, request). */
-#define NC_NO_HOST_PERSISTENT(f, Name, ...)
-#ifdef NC_PERSISTENT_COLLECTIVES
-#define NC_HOST_PERSISTENT(f, Name, ...) (f)->persistent ? NC_HOST_INIT(Name)(__VA_ARGS__, (f)->info, (f)->request) :
-#else
-#define NC_HOST_PERSISTENT NC_NO_HOST_PERSISTENT
-#endif
-#define NC_HOST_FORM(f, Name, IName, ...) NC_HOST_FORM_OF(NC_HOST_PERSISTENT, f, Name, IName, __VA_ARGS__)
-/* (The same where `persistent` says whether the host has a persistent form of the call.) */
-#define NC_HOST_FORM_OF(persistent, f, Name, IName, ...)                                              \
-    ((f)->blocking ? PMPI_##Name(__VA_ARGS__)                                                          \
-                   : persistent(f, Name, __VA_ARGS__) PMPI_##IName(__VA_ARGS__, (f)->request))
+/* What an adapter returns when the host must serve the call (MPI error codes are never
+ * negative): its entry point then calls the host's own form of it with the user's arguments. */
+#define NC_RUN_HOST (-1)
 
-/* The blocking, nonblocking (INAME: MPI spells Ibarrier, not IBarrier) and persistent
- * entry points of collective Name, from its parameter list and its arguments (both
- * parenthesised): each calls `fn(args..., form)`, declared NC_FORM_INLINE (an out-of-line
- * adapter cost an 8-byte Bcast 0.005-0.01 us). */
+/* Entry points.  A collective's adapter `fn(args..., form)` serves every form of it: it
+ * runs the call and returns MPI_SUCCESS or an error code (raised), or returns NC_RUN_HOST.
+ * NC_CALL_FORMS(Name, IName, fn, params, args) defines MPI_<Name>, its nonblocking MPI_<IName>
+ * (MPI spells Ibarrier, not IBarrier) and its persistent init from the parameter list and the
+ * arguments (both parenthesised); each hands NC_RUN_HOST calls to the host's PMPI_ form of
+ * itself.  NC_COUNT_FORMS(Name, IName, fn, params_of, args) defines those and, where the host
+ * has them, the large-count forms MPI_<Name>_c, MPI_<IName>_c and MPI_<Name>_init_c, from one
+ * parameter list written as params_of(N, C, D): N a count, C an element of a count array, D
+ * of a displacement array; (int, int, int) for the classic forms, (MPI_Count, MPI_Count,
+ * MPI_Aint) for the _c forms.  The adapter takes counts as MPI_Count and arrays as
+ * `const void *` (read with nc_mpi_count_at / nc_mpi_displ_at and f->large). */
 #define NC_UNPAREN(...) __VA_ARGS__
-#define NC_CALL_FORMS(Name, IName, fn, params, args) NC_CALL_FORMS_OF(NC_PERSISTENT_FORM, Name, IName, fn, params, args)
-/* (The same where `persistent_form` makes the persistent entry point, or nothing.) */
-#define NC_CALL_FORMS_OF(persistent_form, Name, IName, fn, params, args)                              \
-    __attribute__((visibility("default"))) int MPI_##Name(NC_UNPAREN params)                          \
-    {                                                                                                 \
-        return fn(NC_UNPAREN args, &nc_blocking_form);                                                \
-    }                                                                                                 \
-    __attribute__((visibility("default"))) int MPI_##IName(NC_UNPAREN params, MPI_Request *request)   \
-    {                                                                                                 \
-        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0});              \
-    }                                                                                                 \
-    persistent_form(Name, fn, params, args)
+#define NC_FORMS_OF(persistent_form, Name, IName, sfx, large, fn, params, args)                                      \
+    __attribute__((visibility("default"))) int MPI_##Name##sfx(NC_UNPAREN params)                                     \
+    {                                                                                                                 \
+        static const nc_call_form_args form = {NULL, 0, MPI_INFO_NULL, 1, large};                                     \
+        int err = fn(NC_UNPAREN args, &form);                                                                         \
+        return err != NC_RUN_HOST ? err : PMPI_##Name##sfx(NC_UNPAREN args);                                          \
+    }                                                                                                                 \
+    __attribute__((visibility("default"))) int MPI_##IName##sfx(NC_UNPAREN params, MPI_Request *request)              \
+    {                                                                                                                 \
+        int err = fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0, large});                    \
+        return err != NC_RUN_HOST ? err : PMPI_##IName##sfx(NC_UNPAREN args, request);                               \
+    }                                                                                                                 \
+    persistent_form(Name, sfx, large, fn, params, args)
 #ifdef NC_PERSISTENT_COLLECTIVES
-#define NC_PERSISTENT_FORM(Name, fn, params, args)                                                            \
-    __attribute__((visibility("default"))) int NC_INIT(Name)(NC_UNPAREN params, MPI_Info info, MPI_Request *request) \
-    {                                                                                                          \
-        return fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0});                                \
+#define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)                                                       \
+    __attribute__((visibility("default"))) int NC_INIT_OF(Name, sfx)(NC_UNPAREN params, MPI_Info info,                \
+                                                                  MPI_Request *request)                              \
+    {                                                                                                                 \
+        int err = fn(NC_UNPAREN args, &(nc_call_form_args){request, 1, info, 0, large});                              \
+        return err != NC_RUN_HOST ? err : NC_HOST_INIT_OF(Name, sfx)(NC_UNPAREN args, info, request);                 \
     }
 #else
-#define NC_PERSISTENT_FORM NC_NO_PERSISTENT_FORM
+#define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
 #endif
-#define NC_NO_PERSISTENT_FORM(Name, fn, params, args)
+#define NC_NO_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
 /* The neighbourhood collectives' persistent forms, which a host may lack while it has the
- * others (found at build time apart). */
+ * others (found at build time apart): NC_NEIGHBOR_COUNT_FORMS makes them where it has them. */
 #if defined(NC_PERSISTENT_COLLECTIVES) && defined(NODECOLL_HAVE_NEIGHBOR_PERSISTENT)
 #define NC_NEIGHBOR_PERSISTENT_FORM NC_PERSISTENT_FORM
-#define NC_NEIGHBOR_HOST_PERSISTENT NC_HOST_PERSISTENT
 #else
 #define NC_NEIGHBOR_PERSISTENT_FORM NC_NO_PERSISTENT_FORM
-#define NC_NEIGHBOR_HOST_PERSISTENT NC_NO_HOST_PERSISTENT
 #endif
+#define NC_CALL_FORMS(Name, IName, fn, params, args) NC_FORMS_OF(NC_PERSISTENT_FORM, Name, IName, , 0, fn, params, args)
+#define NC_COUNT_FORMS(Name, IName, fn, params_of, args) \
+    NC_COUNT_FORMS_OF(NC_PERSISTENT_FORM, Name, IName, fn, params_of, args)
+#define NC_NEIGHBOR_COUNT_FORMS(Name, IName, fn, params_of, args) \
+    NC_COUNT_FORMS_OF(NC_NEIGHBOR_PERSISTENT_FORM, Name, IName, fn, params_of, args)
+/* (persistent_form: the macro that makes the persistent entry points, or nothing) */
+#define NC_COUNT_FORMS_OF(persistent_form, Name, IName, fn, params_of, args)                                         \
+    NC_FORMS_OF(persistent_form, Name, IName, , 0, fn, params_of(int, int, int), args)                                \
+    NC_LARGE_COUNT_FORMS(persistent_form, Name, IName, fn, params_of, args)
+/* MPI-4's large-count forms, where the host has them (MPICH 4; not Open MPI 4.1): found at
+ * build time.  Every _c function has the persistent form too (MPI-4 has both or neither). */
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+#define NC_LARGE_COUNT_FORMS(persistent_form, Name, IName, fn, params_of, args)                                      \
+    NC_FORMS_OF(persistent_form, Name, IName, _c, 1, fn, params_of(MPI_Count, MPI_Count, MPI_Aint), args)
+#else
+#define NC_LARGE_COUNT_FORMS(persistent_form, Name, IName, fn, params_of, args)
+#endif
+/* The adapter's view of the same parameters (NC_EXPAND: expanded once more, after params_of). */
+#define NC_EXPAND(...) __VA_ARGS__
+#define NC_ADAPTER_PARAMS(params_of) NC_EXPAND(NC_UNPAREN params_of(MPI_Count, void, void))
 
 /* A collective's adapter: what runs at each start (before the operation is queued: pack
  * what is sent) and at each completion (deliver: unpack; returns an MPI error code or 0),
@@ -128,9 +150,9 @@ typedef struct nc_mpi_call_form {
 typedef struct nc_mpi_bcast_call {
     nc_buffer buffer;
     nc_data data;
-    nc_dt_cursor cursor;
     int is_root;
     MPI_Datatype held_type; /* a derived type the request holds (nc_mpi_hold_type), or MPI_DATATYPE_NULL */
+    nc_dt_cursor cursor;    /* (last: about 1 KiB the datatype engine positions before any use) */
 } nc_mpi_bcast_call;
 
 /* A reduction (Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan).  A blocking call
@@ -167,7 +189,6 @@ struct nc_mpi_request {
     const nc_mpi_call_form *form;
     nc_mpi_comm *s;
     MPI_Comm comm;
-    MPI_Request handle; /* the user's: an inactive host persistent request */
     int persistent;
     int active;         /* started, not yet completed by a completion call */
     _Atomic int detached; /* freed while active: released when the operation completes */
@@ -177,13 +198,19 @@ struct nc_mpi_request {
         nc_mpi_reduce_call reduce;
         nc_mpi_move_call move;
     } call;
-    nc_mpi_request *next; /* live requests */
     nc_mpi_request *next_deferred;
+    nc_mpi_request *next_spare;
+    /* Kept when the object is reused (request.c): */
+    nc_mpi_request *index_next; /* the next object of its handle's bucket */
+    MPI_Request handle;         /* the user's: an inactive host persistent request */
+    _Atomic int live;           /* handed to the user and not yet freed */
 };
 
 /* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent
  * init's); NULL when none can be made (the call then goes to the host). */
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent);
+/* Whether handle is one of nodecoll's live requests (else the host's, or none). */
+int nc_mpi_request_is_nodecoll(MPI_Request handle);
 /* Gives back a request that was never started (the call went to the host after all). */
 void nc_mpi_request_discard(nc_mpi_request *r);
 /* Starts r: begin, then queue the operation (MPI_Start). */

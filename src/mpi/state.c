@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nodecoll.h"
 #include "../core/cma.h"
 #include "../core/fatal.h"
 #include "../core/segment.h"
@@ -34,7 +35,9 @@ static void set_probe_word(void) { probe_word = (uint64_t)getpid() * 0x9e3779b97
  * Each thread therefore remembers the states it used last; freeing any communicator that
  * has a state bumps the generation, which forgets every remembered entry, so a handle
  * reused by a new communicator can never find an old state. */
-static _Atomic uint64_t state_generation;
+_Atomic uint64_t nc_mpi_state_generation;
+#define state_generation nc_mpi_state_generation
+NC_HOT_TLS nc_mpi_recent nc_mpi_last_state;
 typedef struct remembered_state {
     MPI_Comm comm;
     nc_mpi_comm *state;
@@ -100,8 +103,21 @@ static int all_agree(int ok, MPI_Comm comm)
     return all;
 }
 
+/* Cores the ranks of a machine may run on, together: the union of their CPU masks, so that
+ * a cpuset or a binding that puts ranks on fewer cores than are online counts as
+ * oversubscription (each rank's spinning would otherwise cost its partner a time slice).
+ * Never more than are online; all of them where a rank's system does not say. */
+static long usable_cores(MPI_Comm physical)
+{
+    uint64_t mask[NC_CPU_WORDS];
+    if (!nc_cpu_mask(mask)) memset(mask, 0xff, sizeof mask);
+    PMPI_Allreduce(MPI_IN_PLACE, mask, NC_CPU_WORDS, MPI_UINT64_T, MPI_BOR, physical);
+    long n = nc_cpu_count(mask), online = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && (online <= 0 || n < online) ? n : online;
+}
+
 /* node = ranks sharing memory, optionally cut into emulated nodes. */
-static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size)
+static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size, long *cores)
 {
     MPI_Comm physical;
     int rank, size;
@@ -109,6 +125,7 @@ static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size)
     PMPI_Comm_rank(physical, &rank);
     PMPI_Comm_size(physical, &size);
     *physical_size = size;
+    *cores = usable_cores(physical);
     int k = (int)s->coll.cfg.ranks_per_node;
     if (k <= 0 || k >= size) {
         s->node_comm = physical;
@@ -208,6 +225,31 @@ static int map_private_node(nc_mpi_comm *s)
     return 1;
 }
 
+static int topo_levels(const nc_config *cfg)
+{
+    return cfg->topo_levels < 0 ? NC_TOPO_AUTO_LEVELS : (int)cfg->topo_levels;
+}
+
+/* The node's groups from every rank's published place (core/hier.h); none when flat. */
+static void group_by_topology(nc_mpi_comm *s)
+{
+    nc_comm *c = &s->coll;
+    nc_node *n = &c->node;
+    nc_topo_loc *locs = malloc(sizeof *locs * (size_t)n->size);
+    if (!locs) return; /* (flat: still correct) */
+    for (int r = 0; r < n->size; r++) locs[r] = nc_rank_info_read(nc_node_ctl(n, r)).loc;
+    n->hier = nc_hier_build(locs, n->size, topo_levels(&c->cfg));
+    free(locs);
+    if (c->cfg.verbose >= 2 && n->hier) {
+        char what[200];
+        int at = snprintf(what, sizeof what, "node rank %d: topology groups", n->rank);
+        for (int l = 1; l <= n->hier->depth && at < (int)sizeof what; l++)
+            at += snprintf(what + at, sizeof what - (size_t)at, " %s:%d", nc_topo_level_names[n->hier->level[l - 1]],
+                           n->hier->ngroups[l]);
+        say(&c->cfg, 2, s->comm, what);
+    }
+}
+
 /* What a rank does when a rank it waits for has died (coll/watch.h): MPI_Abort on the
  * world, since one dead rank dooms every communicator of the job.  Both launchers end the
  * whole job on MPI_Abort even when told to keep it going after a rank dies (Open MPI's
@@ -241,7 +283,8 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (fd >= 0) close(fd);
     if (ok) {
         pthread_once(&probe_once, set_probe_word);
-        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word};
+        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}};
+        if (topo_levels(&c->cfg) && n->size > 2) me.loc = nc_topo_locate((int)c->cfg.topo_place, n->rank, n->size);
         nc_rank_info_publish(nc_node_ctl(n, n->rank), &me);
     }
     ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
@@ -249,6 +292,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (!ok) return 0;
 
     alloc_node_state(c, oversubscribed);
+    group_by_topology(s);
     n->wait.spinners = cores_per_rank;
     int cma_ok = 0;
     if (c->cfg.cma != NC_CMA_OFF) {
@@ -260,11 +304,68 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     return 1;
 }
 
+/* The tuning rules of this process (NODECOLL_TUNE_FILE, or the default location), read once
+ * by the first rank 0 of a communicator that needs them; a file that cannot be used says why,
+ * once, and gives no rules. */
+static nc_tune_rules process_rules;
+static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
+
+static void load_rules(void)
+{
+    char buf[512], err[600];
+    const char *path = nc_tune_path(buf, sizeof buf);
+    if (path && nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), &process_rules, err, sizeof err))
+        fprintf(stderr, "%s\n", err);
+}
+
+const nc_tune_rules *nc_mpi_tune_rules(void)
+{
+    pthread_once(&rules_once, load_rules);
+    return &process_rules;
+}
+
+/* Rank 0's settings and tuning rules (only those for node sizes it could meet are sent:
+ * all of them, the node sizes are known only after the split). */
 static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
 {
-    c->cfg = *nc_config_get();
+    struct {
+        nc_config cfg;
+        int32_t rules;
+    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count : 0};
     /* Algorithm choices must match on every rank or ranks would wait on different flags. */
-    PMPI_Bcast(&c->cfg, sizeof c->cfg, MPI_BYTE, 0, comm);
+    PMPI_Bcast(&root, sizeof root, MPI_BYTE, 0, comm);
+    c->cfg = root.cfg;
+    if (!root.rules) return;
+    c->tune = malloc(sizeof *c->tune);
+    if (!c->tune) nc_fatal("out of memory for tuning rules");
+    if (c->rank == 0) *c->tune = *nc_mpi_tune_rules();
+    PMPI_Bcast(c->tune, sizeof *c->tune, MPI_BYTE, 0, comm);
+}
+
+/* Whether this process has not said yet that rules lack nodes of `size` ranks. */
+static int first_word_on(int size)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static int told[16], ntold;
+    int seen = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < ntold && !seen; i++) seen = told[i] == size;
+    if (!seen && ntold < 16) told[ntold++] = size;
+    pthread_mutex_unlock(&lock);
+    return !seen;
+}
+
+/* Rules for other node sizes than this node's are no rules: the defaults serve it, and the
+ * first node rank 0 of a node of each such size says so (once per process and size). */
+static void keep_rules_for_node(nc_mpi_comm *s)
+{
+    nc_comm *c = &s->coll;
+    if (!c->tune || nc_tune_has_ranks(c->tune, c->node.size)) return;
+    if (c->node.rank == 0 && first_word_on(c->node.size))
+        fprintf(stderr, "nodecoll: %s has no rules for %d ranks per node: the built-in defaults serve them\n",
+                c->tune->source, c->node.size);
+    free(c->tune);
+    c->tune = NULL;
 }
 
 static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
@@ -278,9 +379,10 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     PMPI_Comm_rank(comm, &c->rank);
     adopt_root_settings(c, comm);
     nc_mpi_neighbor_lists_read(c, comm); /* (before the segment: it sizes the edge tables) */
-    split_node(s, comm, &physical_size);
+    long cores;
+    split_node(s, comm, &physical_size, &cores);
+    keep_rules_for_node(s);
     build_bridge_and_tables(s, comm);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
     int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores, cores_per_rank);
     /* One node without shared memory would leave the others waiting in a different
@@ -288,7 +390,11 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
     /* A one-rank node reads from nobody: it never blocks single-copy collectives. */
     c->cma_everywhere = all_agree(c->node.size == 1 || c->node.cma, comm);
-    say(&c->cfg, 2, comm, c->node.cma ? "accelerated (single-copy available)" : "accelerated");
+    char what[160];
+    snprintf(what, sizeof what, "accelerated (%s%d ranks on %ld usable cores: waits %s)",
+             c->node.cma ? "single-copy available; " : "", physical_size, cores,
+             cores > 0 && physical_size > cores ? "yield at once" : "spin, then yield");
+    say(&c->cfg, 2, comm, what);
     return NC_ALG_COUNT;
 }
 
@@ -306,12 +412,16 @@ static void release_resources(nc_mpi_comm *s)
     free(n->slot_use);
     free(n->cons_seen);
     free(n->move_readers);
+    nc_hier_free(n->hier);
+    n->hier = NULL;
     for (int i = 0; i < 2; i++) {
         free(n->scratch[i]);
         free(n->move_scratch[i]);
         n->scratch[i] = n->move_scratch[i] = NULL;
         n->scratch_bytes[i] = n->move_scratch_bytes[i] = 0;
     }
+    free(s->coll.tune);
+    s->coll.tune = NULL;
     free(s->coll.node_of);
     free(s->coll.node_rank_of);
     free(s->coll.node_members);
@@ -387,7 +497,7 @@ size_t *nc_mpi_counts(nc_mpi_comm *s)
     return s->counts;
 }
 
-nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
+nc_mpi_comm *nc_mpi_state_lookup(MPI_Comm comm, nc_coll_id coll)
 {
     nc_alg_id why;
     nc_mpi_comm *s = nc_mpi_lookup(comm, &why);
@@ -397,6 +507,8 @@ nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
 
 nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
 {
+    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
+    if (recent) return recent; /* (set up, or it would not be remembered) */
     void *value = NULL;
     int found = 0;
     if (nc_config_get()->enable && comm != MPI_COMM_NULL && comm_keyval != MPI_KEYVAL_INVALID)
@@ -405,7 +517,7 @@ nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
         nc_mpi_fallback(coll, NC_ALG_PMPI_NOT_SET_UP);
         return NULL;
     }
-    return nc_mpi_state(comm, coll); /* (set up: local) */
+    return nc_mpi_state_lookup(comm, coll); /* (set up: local) */
 }
 
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)
@@ -425,6 +537,7 @@ nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why)
         *why = s->fallback;
         return NULL;
     }
+    nc_mpi_last_state = (nc_mpi_recent){comm, s, atomic_load_explicit(&state_generation, memory_order_acquire)};
     return s;
 }
 

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "../coll/check.h"
+#include "../core/hot_tls.h"
 #include "../coll/comm.h"
 
 typedef struct nc_mpi_comm {
@@ -27,6 +28,10 @@ typedef struct nc_mpi_comm {
 
 /* A request on s keeps its state alive after the communicator is freed (MPI lets pending
  * operations complete, and persistent requests outlive it until freed). */
+/* This process's tuning rules (read at the first use, from NODECOLL_TUNE_FILE or the
+ * default location; none if the file cannot be used, with a message saying why). */
+const nc_tune_rules *nc_mpi_tune_rules(void);
+
 void nc_mpi_comm_hold(nc_mpi_comm *s);
 void nc_mpi_comm_drop(nc_mpi_comm *s);
 
@@ -39,7 +44,29 @@ typedef struct nc_host_op {
 
 /* The accelerated state of comm, or NULL when this call must go to the host MPI (the reason
  * is counted for `coll`).  Collective on first use. */
-nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll);
+nc_mpi_comm *nc_mpi_state_lookup(MPI_Comm comm, nc_coll_id coll);
+/* The thread's last accelerated communicator (a freed communicator's state bumps the
+ * generation, which invalidates it): every call asks, usually about the same one. */
+typedef struct nc_mpi_recent {
+    MPI_Comm comm;
+    nc_mpi_comm *state;
+    uint64_t generation;
+} nc_mpi_recent;
+extern NC_HOT_TLS nc_mpi_recent nc_mpi_last_state;
+extern _Atomic uint64_t nc_mpi_state_generation;
+static inline nc_mpi_comm *nc_mpi_recent_state(MPI_Comm comm)
+{
+    const nc_mpi_recent *r = &nc_mpi_last_state;
+    if (r->state && r->comm == comm &&
+        r->generation == atomic_load_explicit(&nc_mpi_state_generation, memory_order_acquire))
+        return r->state;
+    return NULL;
+}
+static inline nc_mpi_comm *nc_mpi_state(MPI_Comm comm, nc_coll_id coll)
+{
+    nc_mpi_comm *s = nc_mpi_recent_state(comm);
+    return s ? s : nc_mpi_state_lookup(comm, coll);
+}
 /* The same without counting: NULL and the reason in *why. */
 nc_mpi_comm *nc_mpi_lookup(MPI_Comm comm, nc_alg_id *why);
 /* At least `bytes` of s->scratch (grown as needed, freed with the communicator's state). */
@@ -55,11 +82,21 @@ void nc_mpi_solo_comm_free(nc_comm *c, MPI_Comm *bridge_comm);
 
 /* Everything one reduction call needs, filled on the caller's stack by
  * nc_mpi_describe_reduction or nc_mpi_host_reduction (red points into it). */
+/* A user op made through a Fortran binding (src/mpi/fortran.c) whose function takes the
+ * Fortran handle of its datatype: the binding's way of making another such op. */
+typedef int nc_mpi_op_maker(MPI_User_function *fn, int commute, MPI_Op *op);
+/* A user function of MPI-4's MPI_Op_create_c: its count is an MPI_Count. */
+typedef void nc_user_function_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *type);
 typedef struct nc_user_call {
-    MPI_User_function *fn;
+    MPI_User_function *fn;     /* MPI_Op_create's, or NULL: */
+    nc_user_function_c *fn_c;  /* MPI_Op_create_c's */
     MPI_Datatype type;
     size_t extent;
+    nc_mpi_op_maker *fortran; /* NULL: a C function */
 } nc_user_call;
+/* Records a user op (the host made it) so that reductions with it run on nodecoll:
+ * MPI_Op_create's record, and a Fortran binding's (fortran: its maker, else NULL). */
+void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran);
 typedef struct nc_mpi_reduction {
     nc_reduction red;
     nc_host_op host;

@@ -21,7 +21,8 @@ NC_EXPORT int nodecoll_team_create(int threads, nodecoll_team *team)
     const nc_config *cfg = nc_config_get();
     nodecoll_team t = aligned_alloc(NC_FLAG_BYTES, (sizeof *t + NC_FLAG_BYTES - 1) / NC_FLAG_BYTES * NC_FLAG_BYTES);
     if (!t) return nc_mpi_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t mask[NC_CPU_WORDS];
+    long cores = nc_cpu_mask(mask) ? nc_cpu_count(mask) : sysconf(_SC_NPROCESSORS_ONLN);
     nc_wait_policy wait = nc_wait_policy_make(cfg->wait_spin, cfg->wait_yields, cfg->wait_sleep_us, cores > 0 && threads > cores);
     wait.spinners = threads; /* the team's threads are meant to have a core each */
     nc_team_init(&t->core, threads, (size_t)cfg->team_part_min, wait);

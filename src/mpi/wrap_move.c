@@ -32,8 +32,13 @@
 #include "../core/fatal.h"
 #include "../coll/registry.h"
 
-static int count_of(const nc_move_vec *m, int i) { return m->counts ? m->counts[i] : m->count; }
+static MPI_Count count_of(const nc_move_vec *m, int i)
+{
+    return m->counts ? nc_mpi_count_at(m->counts, m->wide, i) : m->count;
+}
 static MPI_Datatype type_of(const nc_move_vec *m, int i) { return m->types ? m->types[i] : m->type; }
+/* Whether m's displacements are MPI_Aint (the _c forms', and Neighbor_alltoallw's in both). */
+static int displs_wide(const nc_move_vec *m) { return m->wide || m->aint_displs; }
 
 /* base + off as an address (base may be MPI_BOTTOM, a null pointer, with absolute offsets). */
 static char *address_at(const char *base, int64_t off) { return (char *)((uintptr_t)base + (uintptr_t)off); }
@@ -41,9 +46,9 @@ static char *address_at(const char *base, int64_t off) { return (char *)((uintpt
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
 static int64_t user_offset(const nc_move_vec *m, int i, MPI_Aint extent)
 {
-    if (m->byte_displs) return m->byte_displs[i];
-    if (m->types) return m->displs[i];
-    return (m->displs ? (int64_t)m->displs[i] : (int64_t)i * m->count) * (int64_t)extent;
+    int wide = displs_wide(m);
+    if (m->types) return nc_mpi_displ_at(m->displs, wide, i);
+    return (m->displs ? (int64_t)nc_mpi_displ_at(m->displs, wide, i) : (int64_t)i * m->count) * (int64_t)extent;
 }
 
 static void pack_blocks(nc_move_vec *m, MPI_Comm comm, int unpack)
@@ -78,7 +83,8 @@ static int empty_typed_block(const nc_move_vec *m, int i) { return m->types && !
 static int describe_blocks(nc_move_vec *m, int64_t *offs, int *dense)
 {
     size_t *lens = m->table;
-    int size = 0, type_dense = 1;
+    MPI_Count size = 0;
+    int type_dense = 1;
     MPI_Aint lb, extent = 0;
     *dense = 1;
     for (int i = 0; i < m->n; i++) {
@@ -109,7 +115,8 @@ static int open_in_place(nc_move_vec *m, const int64_t *offs)
     nc_data *blocks = nc_alloc_or_die(sizeof *blocks * n);
     nc_dt_cursor *cursors = nc_alloc_or_die(sizeof *cursors * n);
     const nc_dtype *type = NULL;
-    int size, dense = 1;
+    MPI_Count size;
+    int dense = 1;
     for (int i = 0; i < m->n; i++) {
         if (empty_typed_block(m, i)) { /* (its type may be anything: nothing is read with it) */
             blocks[i] = nc_data_bytes(m->user);
@@ -170,23 +177,19 @@ static void hold_block_types(nc_move_vec *m, MPI_Datatype *types)
     }
 }
 
+/* `bytes` rounded up so that what follows it stays aligned for any of the parts. */
+static size_t aligned(size_t bytes) { return (bytes + 7) & ~(size_t)7; }
+
 /* A request's own tables and copies of the vector's arguments (MPI lets the user free the
  * datatypes right after the call), its derived types held, all in one allocation. */
 static void vec_keep(nc_move_vec *m)
 {
     size_t n = (size_t)(m->n > 0 ? m->n : 1), ntypes = m->types ? n : 1;
-    size_t tables = sizeof(size_t) * 3 * n, handles = sizeof(MPI_Datatype) * (ntypes + (m->types ? n : 0));
-    size_t byte_displs = m->byte_displs ? sizeof(MPI_Aint) * n : 0;
-    /* (size_t, int64_t and MPI_Aint first, then the handles, then ints: each part stays aligned) */
-    char *at = m->owned = nc_alloc_or_die(tables + byte_displs + handles + (m->counts ? sizeof(int) * 2 * n : 0));
+    size_t tables = sizeof(size_t) * 3 * n, handles = aligned(sizeof(MPI_Datatype) * (ntypes + (m->types ? n : 0)));
+    size_t counts = aligned(nc_mpi_count_size(m->wide) * n), displs = nc_mpi_displ_size(displs_wide(m)) * n;
+    char *at = m->owned = nc_alloc_or_die(tables + handles + (m->counts ? counts + displs : 0));
     m->table = (size_t *)(void *)at;
     m->signed_offs = (int64_t *)(void *)(at + sizeof(size_t) * 2 * n);
-    if (m->byte_displs) {
-        MPI_Aint *copy = (MPI_Aint *)(void *)(at + tables);
-        memcpy(copy, m->byte_displs, sizeof(MPI_Aint) * (size_t)m->n);
-        m->byte_displs = copy;
-    }
-    at += byte_displs;
     m->held = (MPI_Datatype *)(void *)(at + tables);
     if (m->types) {
         MPI_Datatype *types = m->held + n;
@@ -196,11 +199,11 @@ static void vec_keep(nc_move_vec *m)
         m->type = held_type(m->type, &m->held[0]);
     }
     if (m->counts) {
-        int *counts = (int *)(void *)(at + tables + handles), *displs = counts + n;
-        memcpy(counts, m->counts, sizeof(int) * (size_t)m->n);
-        if (m->displs) memcpy(displs, m->displs, sizeof(int) * (size_t)m->n);
-        m->counts = counts;
-        m->displs = m->displs ? displs : NULL;
+        char *counts_copy = at + tables + handles, *displs_copy = counts_copy + counts;
+        memcpy(counts_copy, m->counts, nc_mpi_count_size(m->wide) * (size_t)m->n);
+        if (m->displs) memcpy(displs_copy, m->displs, nc_mpi_displ_size(displs_wide(m)) * (size_t)m->n);
+        m->counts = counts_copy;
+        m->displs = m->displs ? displs_copy : NULL;
     }
 }
 
@@ -238,7 +241,7 @@ static int vec_describe(nc_move_vec *m, int input)
 static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int input)
 {
     /* (a vector of no blocks, a neighbourhood of none, may come without arrays) */
-    int arrays = m->counts && (m->displs || m->byte_displs) && (m->vector != 2 || m->types);
+    int arrays = m->counts && m->displs && (m->vector != 2 || m->types);
     if (m->vector && m->n > 0 && !arrays) return 1;
     if (call->request) vec_keep(m);
     else vec_scratch_tables(s, &call->a, m);
@@ -271,7 +274,7 @@ static void vec_release(nc_move_vec *m)
  * open state too) cost a blocking call more than the rest of its description. */
 
 /* A call's collective, root and single buffer (count 0 and no buffer for Alltoall). */
-static void args_set(nc_move_args *a, nc_coll_id coll, int root, const void *one, int count, MPI_Datatype type)
+static void args_set(nc_move_args *a, nc_coll_id coll, int root, const void *one, MPI_Count count, MPI_Datatype type)
 {
     a->coll = coll;
     a->root = root;
@@ -280,10 +283,10 @@ static void args_set(nc_move_args *a, nc_coll_id coll, int root, const void *one
     a->one_type = type;
 }
 
-static void vec_set(nc_move_vec *m, const void *buf, const int *counts, const int *displs, int count,
+static void vec_set(nc_move_vec *m, const void *buf, const void *counts, const void *displs, MPI_Count count,
                     MPI_Datatype type, const MPI_Datatype *types, int vector)
 {
-    m->byte_displs = NULL;
+    m->aint_displs = 0;
     m->user = (char *)buf;
     m->counts = counts;
     m->displs = displs;
@@ -294,29 +297,30 @@ static void vec_set(nc_move_vec *m, const void *buf, const int *counts, const in
 }
 
 /* A vector argument of `count` elements of `type` per block, back to back. */
-static void vec_uniform(nc_move_vec *m, const void *buf, int count, MPI_Datatype type)
+static void vec_uniform(nc_move_vec *m, const void *buf, MPI_Count count, MPI_Datatype type)
 {
     vec_set(m, buf, NULL, NULL, count, type, NULL, 0);
 }
 
 /* A vector argument of the v-forms: counts and displacements per block. */
-static void vec_varying(nc_move_vec *m, const void *buf, const int *counts, const int *displs, MPI_Datatype type)
+static void vec_varying(nc_move_vec *m, const void *buf, const void *counts, const void *displs, MPI_Datatype type)
 {
     vec_set(m, buf, counts, displs, 0, type, NULL, 1);
 }
 
 /* Alltoallw's: a datatype per block, displacements in bytes. */
-static void vec_typed(nc_move_vec *m, const void *buf, const int *counts, const int *displs, const MPI_Datatype *types)
+static void vec_typed(nc_move_vec *m, const void *buf, const void *counts, const void *displs,
+                      const MPI_Datatype *types)
 {
     vec_set(m, buf, counts, displs, 0, MPI_DATATYPE_NULL, types, 2);
 }
 
 /* Neighbor_alltoallw's: a datatype per block, displacements in bytes as MPI_Aint. */
-static void vec_typed_aint(nc_move_vec *m, const void *buf, const int *counts, const MPI_Aint *displs,
+static void vec_typed_aint(nc_move_vec *m, const void *buf, const void *counts, const MPI_Aint *displs,
                            const MPI_Datatype *types)
 {
-    vec_set(m, buf, counts, NULL, 0, MPI_DATATYPE_NULL, types, 2);
-    m->byte_displs = displs;
+    vec_typed(m, buf, counts, displs, types);
+    m->aint_displs = 1;
 }
 
 /* Before a vector is opened (or if it never is): nothing to release. */
@@ -348,7 +352,8 @@ static int is_alltoall(nc_coll_id coll)
 }
 static int is_neighbor_alltoall(nc_coll_id coll)
 {
-    return coll == NC_COLL_NEIGHBOR_ALLTOALL || coll == NC_COLL_NEIGHBOR_ALLTOALLV || coll == NC_COLL_NEIGHBOR_ALLTOALLW;
+    return coll == NC_COLL_NEIGHBOR_ALLTOALL || coll == NC_COLL_NEIGHBOR_ALLTOALLV ||
+           coll == NC_COLL_NEIGHBOR_ALLTOALLW;
 }
 static int is_neighbor(nc_coll_id coll)
 {
@@ -361,7 +366,7 @@ static int open_one(nc_mpi_move_call *m, MPI_Comm comm)
 {
     void *buf = (void *)m->a.one;
     MPI_Datatype type = m->request ? held_type(m->a.one_type, &m->held_one_type) : m->a.one_type;
-    int count = m->a.one_count;
+    MPI_Count count = m->a.one_count;
     if (m->one_output) return nc_buffer_open_data(&m->one, &m->one_data, &m->cursor, buf, count, type, comm, 0);
     return nc_buffer_open(&m->one, buf, count, type, comm, 0);
 }
@@ -500,18 +505,17 @@ static int move_request_deliver(nc_mpi_request *r) { return move_deliver(&r->cal
 static void move_request_release(nc_mpi_request *r) { move_release(&r->call.move, MPI_COMM_SELF); }
 static const nc_mpi_call_form move_form = {move_request_begin, move_request_deliver, move_request_release};
 
-enum { RUN_HOST = -1 }; /* (else MPI_SUCCESS or an error, already raised) */
-
 /* The call whose arguments `described->a` holds (the caller's: a blocking call runs in it),
  * in form f: run by nodecoll (blocking: to completion; else issued as a request, which
- * copies the arguments), or RUN_HOST: the caller hands it to the host's form of the call. */
+ * copies the arguments), or NC_RUN_HOST: the host's form of the call serves it. */
 NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const nc_call_form_args *f)
 {
     const nc_move_args *a = &described->a;
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, a->coll, f);
-    if (!s) return RUN_HOST;
+    if (!s) return NC_RUN_HOST;
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &move_form, f->persistent);
-    if (!f->blocking && !r) return RUN_HOST;
+    if (!f->blocking && !r) return NC_RUN_HOST;
+    described->a.send.wide = described->a.recv.wide = f->large;
     nc_mpi_move_call *m = r ? &r->call.move : described;
     if (r) m->a = *a;
     nc_alg_id host = move_open(m, s, comm, r != NULL);
@@ -523,7 +527,7 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
         else move_release(m, comm);
         if (err) return err;
         nc_mpi_fallback(a->coll, host);
-        return RUN_HOST;
+        return NC_RUN_HOST;
     }
     nc_args args = run_args(m);
     if (r) {
@@ -539,66 +543,69 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
 }
 
 /* ---- the entry points ------------------------------------------------------------------
- * Collective Name's blocking, nonblocking and persistent entry points (NC_CALL_FORMS) from
- * its parameter list and arguments (both parenthesised) and `describe`, which fills `call.a`
- * from its parameters (parenthesised): each runs the call, or hands it to the host's form. */
-#define NC_MOVE_FORMS(Name, IName, params, args, describe) \
-    NC_MOVE_FORMS_OF(NC_HOST_PERSISTENT, NC_PERSISTENT_FORM, Name, IName, params, args, describe)
+ * Collective Name's entry points in every form, classic and large-count (NC_COUNT_FORMS),
+ * from its parameter list params_of(N, C, D) (request.h), its arguments (parenthesised) and
+ * `describe`, which fills `call.a` from the parameters (parenthesised): the adapter
+ * Name##_call runs the call, or returns NC_RUN_HOST for the host's form of it. */
+#define NC_MOVE_FORMS(Name, IName, params_of, args, describe) \
+    NC_MOVE_FORMS_OF(NC_COUNT_FORMS, Name, IName, params_of, args, describe)
 /* (The neighbourhood collectives' persistent forms are found at build time apart.) */
-#define NC_NEIGHBOR_FORMS(Name, IName, params, args, describe) \
-    NC_MOVE_FORMS_OF(NC_NEIGHBOR_HOST_PERSISTENT, NC_NEIGHBOR_PERSISTENT_FORM, Name, IName, params, args, describe)
-#define NC_MOVE_FORMS_OF(host_persistent, persistent_form, Name, IName, params, args, describe)             \
-    NC_FORM_INLINE int Name##_call(NC_UNPAREN params, const nc_call_form_args *f)                            \
-    {                                                                                                        \
-        nc_mpi_move_call call; /* (uncleared: described and opened field by field) */                        \
-        NC_UNPAREN describe;                                                                                 \
-        int err = move_call(&call, comm, f);                                                                 \
-        return err != RUN_HOST ? err : NC_HOST_FORM_OF(host_persistent, f, Name, IName, NC_UNPAREN args);    \
-    }                                                                                                        \
-    NC_CALL_FORMS_OF(persistent_form, Name, IName, Name##_call, params, args)
+#define NC_NEIGHBOR_FORMS(Name, IName, params_of, args, describe) \
+    NC_MOVE_FORMS_OF(NC_NEIGHBOR_COUNT_FORMS, Name, IName, params_of, args, describe)
+#define NC_MOVE_FORMS_OF(count_forms, Name, IName, params_of, args, describe)                     \
+    NC_FORM_INLINE int Name##_call(NC_ADAPTER_PARAMS(params_of), const nc_call_form_args *f)       \
+    {                                                                                              \
+        nc_mpi_move_call call; /* (uncleared: described and opened field by field) */              \
+        NC_UNPAREN describe;                                                                       \
+        return move_call(&call, comm, f);                                                          \
+    }                                                                                              \
+    count_forms(Name, IName, Name##_call, params_of, args)
 
 /* (MPI's parameters of Gather and Scatter, and of Allgather and Alltoall) */
-#define NC_ROOTED_PARAMS                                                                                  \
-    (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype, int root, \
+#define NC_ROOTED_PARAMS(N, C, D)                                                                          \
+    (const void *sendbuf, N scount, MPI_Datatype stype, void *recvbuf, N rcount, MPI_Datatype rtype, int root, \
      MPI_Comm comm)
 #define NC_ROOTED_ARGS (sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm)
-#define NC_ALL_PARAMS                                                                                     \
-    (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+#define NC_ALL_PARAMS(N, C, D) \
+    (const void *sendbuf, N scount, MPI_Datatype stype, void *recvbuf, N rcount, MPI_Datatype rtype, MPI_Comm comm)
 #define NC_ALL_ARGS (sendbuf, scount, stype, recvbuf, rcount, rtype, comm)
+#define NC_GATHERV_PARAMS(N, C, D)                                                                           \
+    (const void *sendbuf, N scount, MPI_Datatype stype, void *recvbuf, const C *rcounts, const D *displs,   \
+     MPI_Datatype rtype, int root, MPI_Comm comm)
+#define NC_SCATTERV_PARAMS(N, C, D)                                                                          \
+    (const void *sendbuf, const C *scounts, const D *displs, MPI_Datatype stype, void *recvbuf, N rcount,   \
+     MPI_Datatype rtype, int root, MPI_Comm comm)
+#define NC_ALLGATHERV_PARAMS(N, C, D)                                                                        \
+    (const void *sendbuf, N scount, MPI_Datatype stype, void *recvbuf, const C *rcounts, const D *displs,   \
+     MPI_Datatype rtype, MPI_Comm comm)
+#define NC_ALLTOALLV_PARAMS(N, C, D)                                                                         \
+    (const void *sendbuf, const C *scounts, const D *sdispls, MPI_Datatype stype, void *recvbuf,            \
+     const C *rcounts, const D *rdispls, MPI_Datatype rtype, MPI_Comm comm)
+#define NC_ALLTOALLW_PARAMS(N, C, D)                                                                         \
+    (const void *sendbuf, const C *scounts, const D *sdispls, const MPI_Datatype *stypes, void *recvbuf,    \
+     const C *rcounts, const D *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm)
 
-NC_MOVE_FORMS(Gather, Igather,
-              NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
+NC_MOVE_FORMS(Gather, Igather, NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
               (args_set(&call.a, NC_COLL_GATHER, root, sendbuf, scount, stype),
                vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
 
-NC_MOVE_FORMS(Gatherv, Igatherv,
-              (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
-               const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm),
+NC_MOVE_FORMS(Gatherv, Igatherv, NC_GATHERV_PARAMS,
               (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, root, comm),
               (args_set(&call.a, NC_COLL_GATHERV, root, sendbuf, scount, stype),
                vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
 
-NC_MOVE_FORMS(Scatter, Iscatter,
-              NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
+NC_MOVE_FORMS(Scatter, Iscatter, NC_ROOTED_PARAMS, NC_ROOTED_ARGS,
               (args_set(&call.a, NC_COLL_SCATTER, root, recvbuf, rcount, rtype),
                vec_uniform(&call.a.send, sendbuf, scount, stype)))
 
-NC_MOVE_FORMS(Scatterv, Iscatterv,
-              (const void *sendbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *recvbuf,
-               int rcount, MPI_Datatype rtype, int root, MPI_Comm comm),
+NC_MOVE_FORMS(Scatterv, Iscatterv, NC_SCATTERV_PARAMS,
               (sendbuf, scounts, displs, stype, recvbuf, rcount, rtype, root, comm),
               (args_set(&call.a, NC_COLL_SCATTERV, root, recvbuf, rcount, rtype),
                vec_varying(&call.a.send, sendbuf, scounts, displs, stype)))
 
-/* Allgather(v) and Alltoall(v) share their parameter lists and descriptions with their
+/* Allgather(v) and Alltoall(v) share their arguments and descriptions with their
  * neighbourhood forms (below): each once, for both. */
-#define NC_ALLGATHERV_PARAMS                                                                                      \
-    (const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[], const int displs[], \
-     MPI_Datatype rtype, MPI_Comm comm)
 #define NC_ALLGATHERV_ARGS (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm)
-#define NC_ALLTOALLV_PARAMS                                                                                      \
-    (const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,           \
-     const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
 #define NC_ALLTOALLV_ARGS (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm)
 #define NC_DESCRIBE_ALLGATHER(coll)                                             \
     (args_set(&call.a, coll, NC_CALL_NONE, sendbuf, scount, stype),            \
@@ -620,16 +627,17 @@ NC_MOVE_FORMS(Allgatherv, Iallgatherv, NC_ALLGATHERV_PARAMS, NC_ALLGATHERV_ARGS,
 NC_MOVE_FORMS(Alltoall, Ialltoall, NC_ALL_PARAMS, NC_ALL_ARGS, NC_DESCRIBE_ALLTOALL(NC_COLL_ALLTOALL))
 NC_MOVE_FORMS(Alltoallv, Ialltoallv, NC_ALLTOALLV_PARAMS, NC_ALLTOALLV_ARGS, NC_DESCRIBE_ALLTOALLV(NC_COLL_ALLTOALLV))
 
-NC_MOVE_FORMS(Alltoallw, Ialltoallw,
-              (const void *sendbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[],
-               void *recvbuf, const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm),
+NC_MOVE_FORMS(Alltoallw, Ialltoallw, NC_ALLTOALLW_PARAMS,
               (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
               (args_set(&call.a, NC_COLL_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
                vec_typed(&call.a.send, sendbuf, scounts, sdispls, stypes),
                vec_typed(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))
 
 /* The neighbourhood collectives: a block per edge of the communicator's topology
- * (Neighbor_alltoallw's displacements are MPI_Aint). */
+ * (Neighbor_alltoallw's displacements are MPI_Aint in both its classic and _c forms). */
+#define NC_NEIGHBOR_ALLTOALLW_PARAMS(N, C, D)                                                                   \
+    (const void *sendbuf, const C *scounts, const MPI_Aint *sdispls, const MPI_Datatype *stypes, void *recvbuf, \
+     const C *rcounts, const MPI_Aint *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm)
 NC_NEIGHBOR_FORMS(Neighbor_allgather, Ineighbor_allgather, NC_ALL_PARAMS, NC_ALL_ARGS,
                   NC_DESCRIBE_ALLGATHER(NC_COLL_NEIGHBOR_ALLGATHER))
 NC_NEIGHBOR_FORMS(Neighbor_allgatherv, Ineighbor_allgatherv, NC_ALLGATHERV_PARAMS, NC_ALLGATHERV_ARGS,
@@ -639,10 +647,7 @@ NC_NEIGHBOR_FORMS(Neighbor_alltoall, Ineighbor_alltoall, NC_ALL_PARAMS, NC_ALL_A
 NC_NEIGHBOR_FORMS(Neighbor_alltoallv, Ineighbor_alltoallv, NC_ALLTOALLV_PARAMS, NC_ALLTOALLV_ARGS,
                   NC_DESCRIBE_ALLTOALLV(NC_COLL_NEIGHBOR_ALLTOALLV))
 
-NC_NEIGHBOR_FORMS(Neighbor_alltoallw, Ineighbor_alltoallw,
-                  (const void *sendbuf, const int scounts[], const MPI_Aint sdispls[], const MPI_Datatype stypes[],
-                   void *recvbuf, const int rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rtypes[],
-                   MPI_Comm comm),
+NC_NEIGHBOR_FORMS(Neighbor_alltoallw, Ineighbor_alltoallw, NC_NEIGHBOR_ALLTOALLW_PARAMS,
                   (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
                   (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
                    vec_typed_aint(&call.a.send, sendbuf, scounts, sdispls, stypes),

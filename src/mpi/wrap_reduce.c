@@ -3,13 +3,17 @@
  *
  * Accelerated: the predefined C datatypes (every integer width, the multi-language integers
  * MPI_AINT/OFFSET/COUNT, MPI_BYTE, float/double/long double, the C complex types,
- * MPI_C_BOOL, the MINLOC/MAXLOC pair types) with every predefined op MPI defines on them,
- * and user-defined ops (MPI_Op_create) on any of those datatypes and on derived datatypes
+ * MPI_C_BOOL, the MINLOC/MAXLOC pair types), the predefined Fortran datatypes (INTEGER and
+ * INTEGERn, REAL, DOUBLE PRECISION and REALn, COMPLEX, DOUBLE COMPLEX and COMPLEXn, LOGICAL,
+ * 2INTEGER, 2REAL, 2DOUBLE_PRECISION) with every predefined op MPI defines on them, and
+ * user-defined ops (MPI_Op_create) on any of those datatypes and on derived datatypes
  * whose data lie inside each element's extent.  Everything else goes to the host MPI
  * unchanged, counted as "pmpi:type": combinations MPI forbids (so the host raises
- * MPI_ERR_OP, as for a predefined op on a derived type), MPI_CHAR/MPI_WCHAR and the Fortran
- * types, derived types whose data reach outside their extents, MPI_REPLACE/MPI_NO_OP
- * (one-sided only in MPI). */
+ * MPI_ERR_OP, as for a predefined op on a derived type, or does what it does where it goes
+ * beyond MPI), MPI_CHAR/MPI_WCHAR/MPI_CHARACTER (in no group of MPI-4.0 6.9.2), REAL16 and
+ * COMPLEX32 (both hosts compute them as x87 long double, not as the Fortran compiler's
+ * quad precision), types the host does not have, derived types whose data reach outside
+ * their extents, MPI_REPLACE/MPI_NO_OP (one-sided only in MPI). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,12 +32,14 @@
 /* ---- datatypes ------------------------------------------------------------------------ */
 
 /* MPI-4.0 section 6.9.2 groups the datatypes; each group allows a set of operations. */
-enum type_group { G_INTEGER, G_MULTI_LANGUAGE, G_BYTE, G_FLOAT, G_COMPLEX, G_LOGICAL, G_PAIR };
+enum type_group { G_INTEGER, G_FORTRAN_INTEGER, G_MULTI_LANGUAGE, G_BYTE, G_FLOAT, G_COMPLEX, G_LOGICAL, G_PAIR };
 
 #define OPS_BIT(op) (1u << NC_OP_##op)
 static const unsigned group_ops[] = {
     [G_INTEGER] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(LAND) | OPS_BIT(LOR) |
                   OPS_BIT(LXOR) | OPS_BIT(BAND) | OPS_BIT(BOR) | OPS_BIT(BXOR),
+    [G_FORTRAN_INTEGER] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(BAND) |
+                          OPS_BIT(BOR) | OPS_BIT(BXOR),
     [G_MULTI_LANGUAGE] = OPS_BIT(MIN) | OPS_BIT(MAX) | OPS_BIT(SUM) | OPS_BIT(PROD) | OPS_BIT(BAND) |
                          OPS_BIT(BOR) | OPS_BIT(BXOR),
     [G_BYTE] = OPS_BIT(BAND) | OPS_BIT(BOR) | OPS_BIT(BXOR),
@@ -43,10 +49,15 @@ static const unsigned group_ops[] = {
     [G_PAIR] = OPS_BIT(MINLOC) | OPS_BIT(MAXLOC),
 };
 
+/* A Fortran type's element kind follows the size the host gives it (a compiler may make
+ * INTEGER, REAL or LOGICAL 8 bytes). */
+enum fortran_kind { F_NONE, F_INTEGER, F_REAL, F_COMPLEX, F_LOGICAL, F_2INTEGER, F_2REAL };
+
 typedef struct known_type {
     MPI_Datatype type;
     nc_elem_id elem;
     enum type_group group;
+    enum fortran_kind fortran; /* F_NONE: elem is the C type's */
     size_t extent;
     size_t true_extent; /* without the trailing padding of MPI_DOUBLE_INT and friends */
 } known_type;
@@ -68,12 +79,73 @@ static nc_elem_id integer_elem(size_t bytes, int is_signed)
 #define NC_IS_SIGNED(ctype) ((long double)(ctype)-1 < 0.0L)
 /* The element kind of a C integer type by width and signedness; the extent is filled in
  * from the kind (nodecoll's C layout), and the host's must match it. */
-#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, 0, 0}
-#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, 0, 0}
-#define NC_OTHER(mpi, elem, group) {mpi, NC_ELEM_##elem, group, 0, 0}
+#define NC_INT(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_INTEGER, F_NONE, 0, 0}
+#define NC_MULTI(mpi, ctype) {mpi, integer_elem(sizeof(ctype), NC_IS_SIGNED(ctype)), G_MULTI_LANGUAGE, F_NONE, 0, 0}
+#define NC_OTHER(mpi, elem, group) {mpi, NC_ELEM_##elem, group, F_NONE, 0, 0}
+#define NC_FORTRAN(mpi, kind, group) {mpi, NC_ELEM_COUNT, group, kind, 0, 0}
+
+/* The element kind of a Fortran type of `size` bytes, or NC_ELEM_COUNT. */
+static nc_elem_id fortran_elem(enum fortran_kind kind, int size)
+{
+    switch (kind) {
+    case F_INTEGER: return integer_elem((size_t)size, 1);
+    case F_REAL: return size == 4 ? NC_ELEM_F32 : size == 8 ? NC_ELEM_F64 : NC_ELEM_COUNT;
+    case F_COMPLEX: return size == 8 ? NC_ELEM_C32 : size == 16 ? NC_ELEM_C64 : NC_ELEM_COUNT;
+    case F_LOGICAL: return size == 4 ? NC_ELEM_FLOG32 : size == 8 ? NC_ELEM_FLOG64 : NC_ELEM_COUNT;
+    case F_2INTEGER: return size == 8 ? NC_ELEM_INT_INT : NC_ELEM_COUNT;
+    case F_2REAL: return size == 8 ? NC_ELEM_REAL_REAL : size == 16 ? NC_ELEM_DOUBLE_DOUBLE : NC_ELEM_COUNT;
+    case F_NONE: break;
+    }
+    return NC_ELEM_COUNT;
+}
+
+/* One LOGICAL of `elem` (4 or 8 bytes) holding v, and back. */
+static void logical_put(void *at, nc_elem_id elem, long long v)
+{
+    if (elem == NC_ELEM_FLOG32) *(int32_t *)at = (int32_t)v;
+    else *(int64_t *)at = (int64_t)v;
+}
+static long long logical_get(const void *at, nc_elem_id elem)
+{
+    return elem == NC_ELEM_FLOG32 ? *(const int32_t *)at : *(const int64_t *)at;
+}
+
+/* Fortran LOGICAL as the host reduces it: the values it writes for true and false, and
+ * which values it reads as true, found by reducing LOGICALs through the host itself (its
+ * Fortran binding may have told it the compiler's .TRUE.).  nodecoll's kernels then follow
+ * that rule; 0 (MPI_LOGICAL stays with the host) when some probe does not fit it. */
+static int probe_fortran_logical(MPI_Datatype type, nc_elem_id elem)
+{
+    enum { NPROBES = 4, NOPS = 3 };
+    const long long probes[NPROBES] = {0, 1, 2, -1};
+    const MPI_Op ops[NOPS] = {MPI_LAND, MPI_LOR, MPI_LXOR};
+    const nc_op_id ids[NOPS] = {NC_OP_LAND, NC_OP_LOR, NC_OP_LXOR};
+    long long host[NOPS][NPROBES][NPROBES];
+    _Alignas(8) char in[8], inout[8];
+    for (int o = 0; o < NOPS; o++)
+        for (int a = 0; a < NPROBES; a++)
+            for (int b = 0; b < NPROBES; b++) {
+                logical_put(in, elem, probes[a]);
+                logical_put(inout, elem, probes[b]);
+                if (PMPI_Reduce_local(in, inout, 1, type, ops[o]) != MPI_SUCCESS) return 0;
+                host[o][a][b] = logical_get(inout, elem);
+            }
+    long long false_value = host[1][0][0]; /* LOR(0, 0) */
+    long long true_value = host[1][1][0] != false_value ? host[1][1][0] : host[1][3][0];
+    nc_fortran_logical_set(true_value, false_value, host[1][2][0] == false_value /* 2 is not true */);
+    for (int o = 0; o < NOPS; o++)
+        for (int a = 0; a < NPROBES; a++)
+            for (int b = 0; b < NPROBES; b++) {
+                logical_put(in, elem, probes[a]);
+                logical_put(inout, elem, probes[b]);
+                nc_kernel(ids[o], elem)(in, inout, 1, NULL);
+                if (logical_get(inout, elem) != host[o][a][b]) return 0;
+            }
+    return 1;
+}
 
 /* Open MPI's handles are addresses, not constants: the table is built at first use. */
-static known_type known[48];
+static known_type known[64];
 static int known_count;
 static pthread_once_t known_once = PTHREAD_ONCE_INIT;
 
@@ -102,18 +174,44 @@ static void build_type_table(void)
         NC_OTHER(MPI_2INT, INT_INT, G_PAIR),
         NC_OTHER(MPI_SHORT_INT, SHORT_INT, G_PAIR),
         NC_OTHER(MPI_LONG_DOUBLE_INT, LONG_DOUBLE_INT, G_PAIR),
+        /* Fortran, by MPI-4.0 6.9.2's groups (REAL16 and COMPLEX32 stay with the host: see
+         * the top; MPI_CHARACTER is in no group) */
+        NC_FORTRAN(MPI_INTEGER, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER1, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER2, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER4, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_INTEGER8, F_INTEGER, G_FORTRAN_INTEGER),
+        NC_FORTRAN(MPI_REAL, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_DOUBLE_PRECISION, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_REAL4, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_REAL8, F_REAL, G_FLOAT),
+        NC_FORTRAN(MPI_COMPLEX, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_DOUBLE_COMPLEX, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_COMPLEX8, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_COMPLEX16, F_COMPLEX, G_COMPLEX),
+        NC_FORTRAN(MPI_LOGICAL, F_LOGICAL, G_LOGICAL),
+        NC_FORTRAN(MPI_2INTEGER, F_2INTEGER, G_PAIR),
+        NC_FORTRAN(MPI_2REAL, F_2REAL, G_PAIR),
+        NC_FORTRAN(MPI_2DOUBLE_PRECISION, F_2REAL, G_PAIR),
     };
-    for (size_t i = 0; i < sizeof all / sizeof all[0] && known_count < (int)(sizeof known / sizeof known[0]); i++) {
-        /* Only where the host lays the type out exactly like the C kernel's element. */
+    _Static_assert(sizeof all / sizeof all[0] <= sizeof known / sizeof known[0], "known[] is too small");
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        /* Only where the host lays the type out exactly like the kernel's element; a type the
+         * host lacks (null, or of size 0 where it was built without Fortran) is skipped. */
+        known_type t = all[i];
         MPI_Aint lb, extent, true_lb, true_extent;
-        if (all[i].type == MPI_DATATYPE_NULL || all[i].elem == NC_ELEM_COUNT) continue;
-        if (PMPI_Type_get_extent(all[i].type, &lb, &extent) != MPI_SUCCESS ||
-            PMPI_Type_get_true_extent(all[i].type, &true_lb, &true_extent) != MPI_SUCCESS)
+        int size = 0;
+        if (t.type == MPI_DATATYPE_NULL || PMPI_Type_size(t.type, &size) != MPI_SUCCESS || size <= 0) continue;
+        if (t.fortran != F_NONE) t.elem = fortran_elem(t.fortran, size);
+        if (t.elem == NC_ELEM_COUNT) continue;
+        if (PMPI_Type_get_extent(t.type, &lb, &extent) != MPI_SUCCESS ||
+            PMPI_Type_get_true_extent(t.type, &true_lb, &true_extent) != MPI_SUCCESS)
             continue;
-        if (lb != 0 || true_lb != 0 || (size_t)extent != nc_elem_size(all[i].elem)) continue;
-        known[known_count] = all[i];
-        known[known_count].extent = (size_t)extent;
-        known[known_count++].true_extent = (size_t)true_extent;
+        if (lb != 0 || true_lb != 0 || (size_t)extent != nc_elem_size(t.elem)) continue;
+        if (t.fortran == F_LOGICAL && !probe_fortran_logical(t.type, t.elem)) continue;
+        t.extent = (size_t)extent;
+        t.true_extent = (size_t)true_extent;
+        known[known_count++] = t;
     }
 }
 
@@ -187,11 +285,14 @@ static MPI_Op bridge_op(nc_op_id id, MPI_Op predefined)
     return bridge_ops[id] != MPI_OP_NULL ? bridge_ops[id] : predefined;
 }
 
-/* User-defined ops, recorded by MPI_Op_create (MPI has no query for an op's function). */
+/* User-defined ops, recorded by MPI_Op_create and MPI_Op_create_c (MPI has no query for an
+ * op's function). */
 typedef struct user_op {
     MPI_Op op;
-    MPI_User_function *fn;
+    MPI_User_function *fn;    /* MPI_Op_create's, or NULL: */
+    nc_user_function_c *fn_c; /* MPI_Op_create_c's (counts in MPI_Count) */
     int commutative;
+    nc_mpi_op_maker *fortran;
     struct user_op *next;
 } user_op;
 static user_op *user_ops;
@@ -228,19 +329,38 @@ static int find_user_op(MPI_Op op, user_op *out)
     return found;
 }
 
-NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+/* Links a record of a user op (a copy of `record`). */
+static void record_user_op(user_op record)
 {
-    int err = PMPI_Op_create(fn, commute, op);
-    if (err != MPI_SUCCESS) return err;
     user_op *u = nc_alloc_or_die(sizeof *u); /* an op unrecorded on one rank would send it to the host alone */
-    *u = (user_op){*op, fn, commute, NULL};
+    *u = record;
     pthread_mutex_lock(&user_ops_lock);
     u->next = user_ops;
     user_ops = u;
     user_ops_changed();
     pthread_mutex_unlock(&user_ops_lock);
+}
+
+void nc_mpi_record_user_op(MPI_Op op, MPI_User_function *fn, int commute, nc_mpi_op_maker *fortran)
+{
+    record_user_op((user_op){.op = op, .fn = fn, .commutative = commute, .fortran = fortran});
+}
+
+NC_EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+    int err = PMPI_Op_create(fn, commute, op);
+    if (err == MPI_SUCCESS) nc_mpi_record_user_op(*op, fn, commute, NULL);
     return err;
 }
+
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+NC_EXPORT int MPI_Op_create_c(MPI_User_function_c *fn, int commute, MPI_Op *op)
+{
+    int err = PMPI_Op_create_c(fn, commute, op);
+    if (err == MPI_SUCCESS) record_user_op((user_op){.op = *op, .fn_c = fn, .commutative = commute});
+    return err;
+}
+#endif
 
 NC_EXPORT int MPI_Op_free(MPI_Op *op)
 {
@@ -260,15 +380,26 @@ NC_EXPORT int MPI_Op_free(MPI_Op *op)
     return err;
 }
 
-/* A user function takes an int count: longer runs are cut. */
+/* MPI_Op_create's user function takes an int count: longer runs are cut.  A Fortran one
+ * takes the datatype's Fortran handle (and an INTEGER count: MPI_Fint is an int, fortran.c);
+ * MPI_Op_create_c's an MPI_Count: one call. */
+typedef void fortran_user_function(void *in, void *inout, MPI_Fint *len, MPI_Fint *type);
 
 static void call_user_op(const void *in, void *inout, size_t count, void *ctx)
 {
     nc_user_call *u = ctx;
     size_t extent = u->extent;
+    if (u->fn_c) {
+        MPI_Count n = (MPI_Count)count;
+        u->fn_c((void *)(uintptr_t)in, inout, &n, &u->type);
+        return;
+    }
+    MPI_Fint ftype = u->fortran ? PMPI_Type_c2f(u->type) : 0;
     for (size_t done = 0; done < count;) {
         int n = count - done < (size_t)INT_MAX ? (int)(count - done) : INT_MAX;
-        u->fn((char *)(uintptr_t)in + done * extent, (char *)inout + done * extent, &n, &u->type);
+        void *a = (char *)(uintptr_t)in + done * extent, *b = (char *)inout + done * extent;
+        if (u->fortran) ((fortran_user_function *)(uintptr_t)u->fn)(a, b, &n, &ftype);
+        else u->fn(a, b, &n, &u->type);
         done += (size_t)n;
     }
 }
@@ -279,7 +410,7 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     user_op u;
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
     rc->host = (nc_host_op){op, type};
-    rc->user = (nc_user_call){u.fn, type, extent};
+    rc->user = (nc_user_call){.fn = u.fn, .fn_c = u.fn_c, .type = type, .extent = extent, .fortran = u.fortran};
     rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host};
     return 0;
 }
@@ -290,7 +421,8 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
  * ensure (with_layout_copies).  NULL for any other type. */
 static const nc_dtype *layout_within_extent(MPI_Datatype type, const nc_config *cfg)
 {
-    int size, dense;
+    MPI_Count size;
+    int dense;
     if (nc_datatype_describe(type, &size, &dense) || !cfg->dtype_engine) return NULL;
     const nc_dtype *t = nc_mpi_dtype_unprobed(type); /* (a probed description depends on a local limit) */
     if (!t || t->extent <= 0 || t->true_lb < 0 || t->true_ub > t->extent || !t->size) return NULL;
@@ -339,7 +471,7 @@ typedef struct recent_pair {
     nc_user_call user;
     uint64_t generation; /* 0: none */
 } recent_pair;
-static _Thread_local recent_pair recent;
+static NC_HOT_TLS recent_pair recent;
 
 int nc_mpi_describe_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, const nc_config *cfg)
 {
@@ -381,12 +513,13 @@ void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, s
 /* ---- the entry points: one adapter per collective serves every call form -------------- */
 
 /* What enter_reduction decided. */
-enum { RUN_NODECOLL = 0, RUN_HOST = -1 }; /* (else: an error, already raised) */
+enum { RUN_NODECOLL = 0 }; /* (or NC_RUN_HOST, else: an error, already raised) */
 
 /* The length a rank compares under NODECOLL_CHECK. */
 static uint64_t signature_bytes(const nc_mpi_comm *s, MPI_Datatype type, size_t count, int args_ok)
 {
-    int size, dense;
+    MPI_Count size;
+    int dense;
     if (!s->coll.cfg.check) return 0; /* (the record's length is read by the check alone) */
     if (!args_ok || nc_datatype_describe(type, &size, &dense)) return NC_CALL_ANY_BYTES;
     return (uint64_t)count * (uint64_t)size;
@@ -427,7 +560,7 @@ NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reductio
     if (err) return err;
     if (host == NC_ALG_COUNT) return RUN_NODECOLL;
     nc_mpi_fallback(judged->coll, host);
-    return RUN_HOST;
+    return NC_RUN_HOST;
 }
 
 /* A user op on a type with gaps (rc.gaps): the algorithms run on copies in the type's
@@ -465,7 +598,16 @@ static void copy_out(const nc_mpi_reduce_call *b, int err)
 static void hold_user_op(nc_mpi_reduce_call *b)
 {
     if (b->rc.red.fn != call_user_op) return;
-    if (PMPI_Op_create(b->rc.user.fn, b->rc.red.commutative, &b->held_op) == MPI_SUCCESS) b->rc.host.op = b->held_op;
+    int commute = b->rc.red.commutative, err;
+#ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
+    if (b->rc.user.fn_c) err = PMPI_Op_create_c((MPI_User_function_c *)b->rc.user.fn_c, commute, &b->held_op);
+    else
+#endif
+    {
+        nc_mpi_op_maker *make = b->rc.user.fortran ? b->rc.user.fortran : PMPI_Op_create;
+        err = make(b->rc.user.fn, commute, &b->held_op);
+    }
+    if (err == MPI_SUCCESS) b->rc.host.op = b->held_op;
     else b->held_op = MPI_OP_NULL;
 }
 
@@ -510,7 +652,7 @@ static void set_operands(nc_mpi_reduce_call *b, const void *in, void *out, size_
     b->out_count = out_count;
 }
 
-/* Runs the reduction (blocking) or issues its request r: RUN_HOST when the host must serve
+/* Runs the reduction (blocking) or issues its request r: NC_RUN_HOST when the host must serve
  * the call, else an MPI error code (raised). */
 NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
                              const reduction_call *judged, const nc_call_form_args *f)
@@ -537,22 +679,18 @@ NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, n
 }
 
 /* A buffer that must hold data does (the host reports a missing one its own way). */
-static int buffer_ok(const void *buf, long long count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
+static int buffer_ok(const void *buf, MPI_Count count) { return count == 0 || (buf != NULL && buf != MPI_IN_PLACE); }
 
-static int host_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                       MPI_Comm comm, const nc_call_form_args *f)
-{
-    return NC_HOST_FORM(f, Reduce, Ireduce, sendbuf, recvbuf, count, type, op, root, comm);
-}
-
-NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                               MPI_Comm comm, const nc_call_form_args *f)
+/* Every adapter below takes its count as an MPI_Count (the _c forms' type; the int forms'
+ * is widened) and returns NC_RUN_HOST when the host must serve the call. */
+NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                               int root, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
-    if (!s) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    if (!f->blocking && !r) return NC_RUN_HOST;
     int is_root = s->coll.rank == root;
     const void *in = is_root && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = root >= 0 && root < s->coll.size && count >= 0 && in != MPI_IN_PLACE && buffer_ok(in, count) &&
@@ -560,111 +698,102 @@ NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, int count, MP
     /* (recvbuf matters at the root only) */
     set_operands(b, in, is_root ? recvbuf : NULL, (size_t)count, (size_t)count);
     reduction_call judged = {NC_COLL_REDUCE, root, ok, type, op};
-    int err = reduction(s, comm, r, b, &judged, f);
-    return err != RUN_HOST ? err : host_reduce(sendbuf, recvbuf, count, type, op, root, comm, f);
+    return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_CALL_FORMS(Reduce, Ireduce, reduce_call,
-              (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm),
-              (sendbuf, recvbuf, count, type, op, root, comm))
+#define NC_REDUCE_PARAMS(N, C, D) \
+    (const void *sendbuf, void *recvbuf, N count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
+NC_COUNT_FORMS(Reduce, Ireduce, reduce_call, NC_REDUCE_PARAMS, (sendbuf, recvbuf, count, type, op, root, comm))
 
 /* Allreduce, Reduce_scatter_block, Scan and Exscan take the same arguments; `count` is
  * Reduce_scatter_block's recvcount. */
-#define NC_VECTOR_PARAMS \
-    (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+#define NC_VECTOR_PARAMS(N, C, D) \
+    (const void *sendbuf, void *recvbuf, N count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 #define NC_VECTOR_ARGS (sendbuf, recvbuf, count, type, op, comm)
 
-static int host_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                          MPI_Comm comm, const nc_call_form_args *f)
-{
-    return NC_HOST_FORM(f, Allreduce, Iallreduce, sendbuf, recvbuf, count, type, op, comm);
-}
-
-NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                   MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
-    if (!s) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    if (!f->blocking && !r) return NC_RUN_HOST;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
     set_operands(b, in, recvbuf, (size_t)count, (size_t)count);
     reduction_call judged = {NC_COLL_ALLREDUCE, -1, ok, type, op};
-    int err = reduction(s, comm, r, b, &judged, f);
-    return err != RUN_HOST ? err : host_allreduce(sendbuf, recvbuf, count, type, op, comm, f);
+    return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_CALL_FORMS(Allreduce, Iallreduce, allreduce_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Allreduce, Iallreduce, allreduce_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
-/* Fills n[] (elements per rank: `count` each for the block form) and *total; 0 if a count is
- * invalid or a buffer missing (in place, recvbuf holds the whole input). */
-static int reduce_scatter_counts(int block, const int *counts, int count, int size, int rank, const void *sendbuf,
-                                 const void *recvbuf, size_t *n, size_t *total)
+/* Fills n[] (elements per rank: `count` each for the block form, else `counts`: int, or
+ * MPI_Count in the large-count form) and *total; 0 if a count is invalid or a buffer missing
+ * (in place, recvbuf holds the whole input). */
+static int reduce_scatter_counts(int block, const void *counts, int wide, MPI_Count count, int size, int rank,
+                                 const void *sendbuf, const void *recvbuf, size_t *n, size_t *total)
 {
     *total = 0;
     if (!block && !counts) return 0;
     for (int q = 0; q < size; q++) {
-        int c = block ? count : counts[q];
+        MPI_Count c = block ? count : nc_mpi_count_at(counts, wide, q);
         if (c < 0) return 0;
         *total += n[q] = (size_t)c;
     }
-    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, (long long)*total);
-    return buffer_ok(sendbuf, (long long)*total) && buffer_ok(recvbuf, (long long)n[rank]);
+    if (sendbuf == MPI_IN_PLACE) return buffer_ok(recvbuf, (MPI_Count)*total);
+    return buffer_ok(sendbuf, (MPI_Count)*total) && buffer_ok(recvbuf, (MPI_Count)n[rank]);
 }
 
 /* Reduce_scatter with per-rank counts, or `count` each (the _block form: counts NULL).  The
  * counts array is the communicator's for a blocking call, the request's own otherwise. */
-NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const int *counts, int count,
-                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *recvbuf, const void *counts,
+                                  MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                  const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
-    if (!s) return RUN_HOST;
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return RUN_HOST;
+    if (!f->blocking && !r) return NC_RUN_HOST;
     b->counts = r ? nc_alloc_or_die(sizeof(size_t) * (size_t)s->coll.size) : nc_mpi_counts(s);
     size_t total;
-    int ok = reduce_scatter_counts(coll == NC_COLL_REDUCE_SCATTER_BLOCK, counts, count, s->coll.size, s->coll.rank,
-                                   sendbuf, recvbuf, b->counts, &total);
+    int ok = reduce_scatter_counts(coll == NC_COLL_REDUCE_SCATTER_BLOCK, counts, f->large, count, s->coll.size,
+                                   s->coll.rank, sendbuf, recvbuf, b->counts, &total);
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     set_operands(b, in, recvbuf, total, ok ? b->counts[s->coll.rank] : 0);
     reduction_call judged = {coll, -1, ok, type, op};
     return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,
+NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const void *recvcounts, MPI_Datatype type,
                                        MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
-    if (err != RUN_HOST) return err;
-    return NC_HOST_FORM(f, Reduce_scatter, Ireduce_scatter, sendbuf, recvbuf, recvcounts, type, op, comm);
+    return reduce_scatter(NC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcounts, 0, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call,
-              (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-              (sendbuf, recvbuf, recvcounts, type, op, comm))
+#define NC_REDUCE_SCATTER_PARAMS(N, C, D) \
+    (const void *sendbuf, void *recvbuf, const C *recvcounts, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+NC_COUNT_FORMS(Reduce_scatter, Ireduce_scatter, reduce_scatter_call, NC_REDUCE_SCATTER_PARAMS,
+               (sendbuf, recvbuf, recvcounts, type, op, comm))
 
-NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+NC_FORM_INLINE int reduce_scatter_block_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                                              MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
-    if (err != RUN_HOST) return err;
-    return NC_HOST_FORM(f, Reduce_scatter_block, Ireduce_scatter_block, sendbuf, recvbuf, count, type, op, comm);
+    return reduce_scatter(NC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, NULL, count, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_call, NC_VECTOR_PARAMS,
-              NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block_call, NC_VECTOR_PARAMS,
+               NC_VECTOR_ARGS)
 
-NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                        MPI_Comm comm, const nc_call_form_args *f)
+NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                        MPI_Op op, MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, coll, f);
-    if (!s) return RUN_HOST;
+    if (!s) return NC_RUN_HOST;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
-    if (!f->blocking && !r) return RUN_HOST;
+    if (!f->blocking && !r) return NC_RUN_HOST;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     /* Exscan leaves rank 0's recvbuf alone: it need not be there. */
     int receives = coll != NC_COLL_EXSCAN || s->coll.rank != 0;
@@ -674,20 +803,18 @@ NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, int
     return reduction(s, comm, r, b, &judged, f);
 }
 
-NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-                             const nc_call_form_args *f)
+NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
-    return err != RUN_HOST ? err : NC_HOST_FORM(f, Scan, Iscan, sendbuf, recvbuf, count, type, op, comm);
+    return scan(NC_COLL_SCAN, sendbuf, recvbuf, count, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Scan, Iscan, scan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
 
-NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+NC_FORM_INLINE int exscan_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                MPI_Comm comm, const nc_call_form_args *f)
 {
-    int err = scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
-    return err != RUN_HOST ? err : NC_HOST_FORM(f, Exscan, Iexscan, sendbuf, recvbuf, count, type, op, comm);
+    return scan(NC_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, comm, f);
 }
 
-NC_CALL_FORMS(Exscan, Iexscan, exscan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
+NC_COUNT_FORMS(Exscan, Iexscan, exscan_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)

@@ -14,26 +14,16 @@
 
 static const nc_mpi_call_form no_delivery = {NULL, NULL, NULL};
 
-static int nc_host_barrier(MPI_Comm comm, const nc_call_form_args *f)
-{
-    return NC_HOST_FORM(f, Barrier, Ibarrier, comm);
-}
-
-static int nc_host_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
-{
-    return NC_HOST_FORM(f, Bcast, Ibcast, buf, count, type, root, comm);
-}
-
 NC_FORM_INLINE int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BARRIER, f);
-    if (!s) return nc_host_barrier(comm, f);
+    if (!s) return NC_RUN_HOST;
     nc_call_record call = {NC_COLL_BARRIER, NC_CALL_NONE, NC_CALL_NONE, NC_ALG_COUNT, 0, 0};
     int err = nc_mpi_enter_form(s, comm, &call, f);
     if (err) return err;
     if (f->blocking) return nc_mpi_raise(comm, nc_barrier(&s->coll));
     nc_mpi_request *r = nc_mpi_request_new(s, comm, &no_delivery, f->persistent);
-    if (!r) return nc_host_barrier(comm, f);
+    if (!r) return NC_RUN_HOST;
     r->args = (nc_args){.coll = NC_COLL_BARRIER, .root = -1};
     nc_mpi_request_issue(r, 0, f->request);
     return MPI_SUCCESS;
@@ -43,9 +33,10 @@ NC_CALL_FORMS(Barrier, Ibarrier, barrier_call, (MPI_Comm comm), (comm))
 
 /* ---- Bcast: the same steps for every call form ---------------------------------------- */
 
-/* 0, or 1 when the host must judge the arguments. */
-static int bcast_open(nc_mpi_bcast_call *b, nc_mpi_comm *s, void *buf, int count, MPI_Datatype type, int root,
-                      MPI_Comm comm)
+/* 0, or 1 when the host must judge the arguments.  (Inlined: with six entry points GCC
+ * stopped inlining it, which cost an 8-byte Bcast 1-2 ns.) */
+NC_FORM_INLINE int bcast_open(nc_mpi_bcast_call *b, nc_mpi_comm *s, void *buf, MPI_Count count, MPI_Datatype type,
+                              int root, MPI_Comm comm)
 {
     /* (not the cursor: about 1 KiB that the datatype engine positions before any use;
      * clearing it cost 0.03 us per 8-byte Bcast) */
@@ -86,12 +77,14 @@ static void bcast_request_release(nc_mpi_request *r)
 }
 static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
 
-NC_FORM_INLINE int bcast_call(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, const nc_call_form_args *f)
+/* (MPI_Bcast_c's count is an MPI_Count; the int form's is widened) */
+NC_FORM_INLINE int bcast_call(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
+                              const nc_call_form_args *f)
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BCAST, f);
-    if (!s) return nc_host_bcast(buf, count, type, root, comm, f);
+    if (!s) return NC_RUN_HOST;
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &bcast_form, f->persistent);
-    if (!f->blocking && !r) return nc_host_bcast(buf, count, type, root, comm, f);
+    if (!f->blocking && !r) return NC_RUN_HOST;
     nc_mpi_bcast_call stack_call, *b = r ? &r->call.bcast : &stack_call;
     MPI_Datatype held = r ? nc_mpi_hold_type(type) : MPI_DATATYPE_NULL;
     int bad = bcast_open(b, s, buf, count, held != MPI_DATATYPE_NULL ? held : type, root, comm);
@@ -104,7 +97,7 @@ NC_FORM_INLINE int bcast_call(void *buf, int count, MPI_Datatype type, int root,
         else bcast_release(b, comm);
         if (err) return err;
         nc_mpi_fallback(NC_COLL_BCAST, NC_ALG_PMPI_ARGS);
-        return nc_host_bcast(buf, count, type, root, comm, f);
+        return NC_RUN_HOST;
     }
     if (r) {
         r->args = (nc_args){.coll = NC_COLL_BCAST, .root = root, .bcast = {&b->data, b->buffer.bytes}};
@@ -118,8 +111,8 @@ NC_FORM_INLINE int bcast_call(void *buf, int count, MPI_Datatype type, int root,
     return nc_mpi_raise(comm, err ? err : deliver_err);
 }
 
-NC_CALL_FORMS(Bcast, Ibcast, bcast_call, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm),
-              (buf, count, type, root, comm))
+#define NC_BCAST_PARAMS(N, C, D) (void *buf, N count, MPI_Datatype type, int root, MPI_Comm comm)
+NC_COUNT_FORMS(Bcast, Ibcast, bcast_call, NC_BCAST_PARAMS, (buf, count, type, root, comm))
 
 NC_EXPORT int MPI_Type_free(MPI_Datatype *type)
 {

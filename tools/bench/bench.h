@@ -39,8 +39,8 @@ enum out_scope { OUT_NONE, OUT_ALL, OUT_ROOT, OUT_NOT_FIRST /* exscan: rank 0 un
 /* How the counts of a vector collective are spread over the ranks. */
 enum pattern {
     PAT_UNIFORM, /* n to or from every rank (comparable with the plain form) */
-    PAT_SKEWED,  /* seed 001: rank 0 contributes n, every other rank one element */
-    PAT_RING,    /* seed 001: n with each ring neighbour (rank +- 1), nothing with the rest */
+    PAT_SKEWED,  /* rank 0 contributes n, every other rank one element */
+    PAT_RING,    /* n with each ring neighbour (rank +- 1), nothing with the rest */
     /* Neighbourhood collectives (neighbors.c), on a communicator of their own: */
     PAT_STENCIL, /* 3-D periodic Cartesian grid, 7-point halo exchange: faces of n, n/2, n/4 */
     PAT_GRAPH,   /* distributed graph to rank + 1, 2, 4, 8: n to rank + 1, n/16 to the others */
@@ -89,15 +89,29 @@ struct coll_forms {
     int (*init)(const struct mpi_api *api, const struct call *c, MPI_Request *req);
 };
 
+/* What a collective cannot avoid reading and writing, in units of the message size n
+ * (coll_traffic; docs/benchmark.md, "Lower bounds"). */
+enum traffic {
+    TR_NONE,        /* barrier */
+    TR_BCAST,       /* read 1, write P-1 */
+    TR_REDUCE,      /* read P, write 1 */
+    TR_EACH,        /* read P, write P: allreduce, gather, scatter, scan */
+    TR_ALLGATHER,   /* read P, write P^2 */
+    TR_ALLTOALL,    /* read P^2, write P^2 */
+    TR_RSCATTER,    /* read P^2, write P */
+    TR_EXSCAN,      /* read P-1, write P-1 */
+    TR_SKEWED,      /* allgatherv_skewed: read 1, write P */
+    TR_RING,        /* alltoallw_ring: read and write P times the distinct neighbours */
+    TR_STENCIL,     /* neighbor_*_stencil: read 3P, write 3P */
+};
+
 struct coll {
     const char *name;
     const struct coll_forms *forms;
     unsigned flags;
     enum blocks send, recv;
     enum out_scope out;
-    /* Bytes the operation cannot avoid reading / writing, as c2*P^2 + c1*P + c0 times n
-     * (docs/benchmark.md, "lower bounds"). */
-    signed char reads[3], writes[3];
+    enum traffic traffic;
     enum pattern pattern;
 };
 
@@ -116,7 +130,8 @@ int api_request_free(const struct mpi_api *api, MPI_Request *req);
 const char *mode_name(enum mode m);
 int mode_find(const char *name);
 size_t coll_blocks(enum blocks b, int nranks);
-double coll_poly(const signed char c[3], int nranks);
+/* Bytes every call must read and write, summed over ranks, per byte of n. */
+void coll_traffic(const struct coll *c, int nranks, double *reads, double *writes);
 
 /* ---- neighbourhood patterns (neighbors.c) --------------------------------------------- */
 
@@ -206,8 +221,12 @@ struct limits {
     int valid;                 /* 0 when the ranks span several machines */
     int cores, node_ranks, nodes, copiers;
     size_t llc;
-    double rtt_ns;             /* cache-line round trip between node ranks 0 and 1 */
+    /* cache-line round trip between node ranks 0 and 1: the lowest of rtt_probes
+     * measurements (start-up, then after every point), and their median */
+    double rtt_ns;
     double rtt_one_line_ns;    /* the same, both ranks writing one line */
+    double rtt_median_ns;
+    int rtt_probes;
     int nsizes;
     size_t size[LIMIT_SIZES];
     /* memcpy GB/s: one core, and `copiers` cores at once (sum), data hot or cold */
@@ -215,6 +234,8 @@ struct limits {
 };
 
 void limits_measure(struct limits *l, const struct options *o);
+void limits_probe(struct limits *l); /* collective: the round trip again */
+void limits_close(void);
 double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
                        int cold);
 
@@ -236,7 +257,7 @@ struct sample { /* microseconds; each a median over rounds */
 
 struct result {
     struct point pt;
-    int k, rounds;
+    int k[VAR_COUNT], rounds; /* calls per block of each variant; rounds */
     struct sample t[VAR_COUNT];
     double speedup, ratio_q1, ratio_q3; /* host / nodecoll per round: median, quartiles */
     double bound_us;
@@ -254,9 +275,18 @@ struct arena; /* pre-faulted buffers shared by every point, measure.c */
 
 struct arena *arena_create(const struct options *o, int nranks);
 void arena_destroy(struct arena *a);
+struct bench_sync *arena_sync(struct arena *a);
 void measure_point(struct arena *a, const struct options *o, const struct point *pt,
                    struct result *res);
 int point_fits(const struct point *pt, int nranks);
+
+/* ---- the synchronisation before each timed block (sync.c) ------------------------------ */
+
+struct bench_sync;
+struct bench_sync *sync_open(void); /* collective over MPI_COMM_WORLD */
+void sync_close(struct bench_sync *s);
+void sync_wait(struct bench_sync *s);
+int sync_oversubscribed(const struct bench_sync *s); /* node ranks outnumber the cores */
 
 /* ---- the computation --overlap hides a collective behind (compute.c) ------------------- */
 
@@ -289,6 +319,7 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
 void report_header(FILE *out, const struct run_info *ri, const struct limits *l,
                    const struct options *o);
 void report_row(FILE *out, const struct result *r, int nranks);
+void report_footer(FILE *out, const struct limits *l);
 int report_sectioned(const struct options *o);
 void report_section(FILE *out, enum mode mode, int overlap);
 double result_overlap(const struct result *r, enum variant v);

@@ -142,39 +142,36 @@ ENTRY_POINTS(DEFINE_FORMS)
 #define DF COLL_DEFAULT
 #define RD COLL_REDUCES
 #define AD COLL_ALLDEP
-/* reads / writes: P^2, P, 1 coefficients of n (see docs/benchmark.md for the reasoning).
- * Vector variants use equal counts, so they share the traffic of their plain form. */
+/* Vector variants use equal counts, so they share the traffic of their plain form.  The two
+ * nonuniform cases of Balaji et al. (docs/design.md, "References"): n is the large block
+ * (skewed) or the block per ring neighbour (ring). */
 static const struct coll table[] = {
-    {"barrier", &forms_barrier, DF | COLL_SIZELESS | AD, BLK_NONE, BLK_NONE, OUT_NONE, {0, 0, 0}, {0, 0, 0}, PAT_UNIFORM},
-    {"bcast", &forms_bcast, DF | RT | COLL_OUT_SEND, BLK_ONE, BLK_NONE, OUT_ALL, {0, 0, 1}, {0, 1, -1}, PAT_UNIFORM},
-    {"reduce", &forms_reduce, DF | RT | RD, BLK_ONE, BLK_ONE, OUT_ROOT, {0, 1, 0}, {0, 0, 1}, PAT_UNIFORM},
-    {"allreduce", &forms_allreduce, DF | RD | AD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"gather", &forms_gather, DF | RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"gatherv", &forms_gatherv, RT, BLK_ONE, BLK_ALL, OUT_ROOT, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"scatter", &forms_scatter, DF | RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"scatterv", &forms_scatterv, RT, BLK_ALL, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"allgather", &forms_allgather, DF | AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"allgatherv", &forms_allgatherv, AD, BLK_ONE, BLK_ALL, OUT_ALL, {0, 1, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"alltoall", &forms_alltoall, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"alltoallv", &forms_alltoallv, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
-    {"alltoallw", &forms_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, {1, 0, 0}, {1, 0, 0}, PAT_UNIFORM},
-    /* Seed 001's nonuniform cases (size: the large block / the block per neighbour).  Bounds:
-     * every rank writes the large block; a ring rank reads and writes two blocks. */
-    {"allgatherv_skewed", &forms_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_SKEWED},
-    {"alltoallw_ring", &forms_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, {0, 2, 0}, {0, 2, 0}, PAT_RING},
-    /* Neighbourhood collectives (neighbors.c; size: the largest block).  Bounds: a stencil rank
-     * reads and writes 2 (n + n/2 + n/4) >= 3n, a graph rank at least its block of n. */
-    {"neighbor_alltoallv_stencil", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, {0, 0, 3}, {0, 0, 3},
+    {"barrier", &forms_barrier, DF | COLL_SIZELESS | AD, BLK_NONE, BLK_NONE, OUT_NONE, TR_NONE, PAT_UNIFORM},
+    {"bcast", &forms_bcast, DF | RT | COLL_OUT_SEND, BLK_ONE, BLK_NONE, OUT_ALL, TR_BCAST, PAT_UNIFORM},
+    {"reduce", &forms_reduce, DF | RT | RD, BLK_ONE, BLK_ONE, OUT_ROOT, TR_REDUCE, PAT_UNIFORM},
+    {"allreduce", &forms_allreduce, DF | RD | AD, BLK_ONE, BLK_ONE, OUT_ALL, TR_EACH, PAT_UNIFORM},
+    {"gather", &forms_gather, DF | RT, BLK_ONE, BLK_ALL, OUT_ROOT, TR_EACH, PAT_UNIFORM},
+    {"gatherv", &forms_gatherv, RT, BLK_ONE, BLK_ALL, OUT_ROOT, TR_EACH, PAT_UNIFORM},
+    {"scatter", &forms_scatter, DF | RT, BLK_ALL, BLK_ONE, OUT_ALL, TR_EACH, PAT_UNIFORM},
+    {"scatterv", &forms_scatterv, RT, BLK_ALL, BLK_ONE, OUT_ALL, TR_EACH, PAT_UNIFORM},
+    {"allgather", &forms_allgather, DF | AD, BLK_ONE, BLK_ALL, OUT_ALL, TR_ALLGATHER, PAT_UNIFORM},
+    {"allgatherv", &forms_allgatherv, AD, BLK_ONE, BLK_ALL, OUT_ALL, TR_ALLGATHER, PAT_UNIFORM},
+    {"alltoall", &forms_alltoall, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_ALLTOALL, PAT_UNIFORM},
+    {"alltoallv", &forms_alltoallv, AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_ALLTOALL, PAT_UNIFORM},
+    {"alltoallw", &forms_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_ALLTOALL, PAT_UNIFORM},
+    {"allgatherv_skewed", &forms_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_SKEWED, PAT_SKEWED},
+    {"alltoallw_ring", &forms_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_RING, PAT_RING},
+    /* Neighbourhood collectives (neighbors.c; n: the largest block). */
+    {"neighbor_alltoallv_stencil", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
      PAT_STENCIL},
-    {"neighbor_alltoallw_stencil", &forms_neighbor_alltoallw, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, {0, 0, 3}, {0, 0, 3},
+    {"neighbor_alltoallw_stencil", &forms_neighbor_alltoallw, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
      PAT_STENCIL},
-    {"neighbor_alltoallv_graph", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, {0, 0, 1}, {0, 0, 1},
-     PAT_GRAPH},
-    {"reduce_scatter", &forms_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
+    {"neighbor_alltoallv_graph", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_EACH, PAT_GRAPH},
+    {"reduce_scatter", &forms_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, TR_RSCATTER, PAT_UNIFORM},
     {"reduce_scatter_block", &forms_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
-     {1, 0, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"scan", &forms_scan, RD, BLK_ONE, BLK_ONE, OUT_ALL, {0, 1, 0}, {0, 1, 0}, PAT_UNIFORM},
-    {"exscan", &forms_exscan, RD, BLK_ONE, BLK_ONE, OUT_NOT_FIRST, {0, 1, -1}, {0, 1, -1}, PAT_UNIFORM},
+     TR_RSCATTER, PAT_UNIFORM},
+    {"scan", &forms_scan, RD, BLK_ONE, BLK_ONE, OUT_ALL, TR_EACH, PAT_UNIFORM},
+    {"exscan", &forms_exscan, RD, BLK_ONE, BLK_ONE, OUT_NOT_FIRST, TR_EXSCAN, PAT_UNIFORM},
 };
 #undef RT
 #undef DF
@@ -256,8 +253,27 @@ size_t coll_blocks(enum blocks b, int nranks)
     return b == BLK_NONE ? 0 : b == BLK_ONE ? 1 : b == BLK_EDGES ? NEIGHBOR_EDGES : (size_t)nranks;
 }
 
-double coll_poly(const signed char c[3], int nranks)
+/* docs/benchmark.md, "Lower bounds", gives the reasoning row by row: every input byte that
+ * reaches a result is read at least once, every result byte is written once. */
+void coll_traffic(const struct coll *c, int nranks, double *reads, double *writes)
 {
-    double p = nranks;
-    return c[0] * p * p + c[1] * p + c[2];
+    double p = nranks, r = 0, w = 0;
+    switch (c->traffic) {
+    case TR_NONE: break;
+    case TR_BCAST: r = 1, w = p - 1; break;
+    case TR_REDUCE: r = p, w = 1; break;
+    case TR_EACH: r = w = p; break;
+    case TR_ALLGATHER: r = p, w = p * p; break;
+    case TR_ALLTOALL: r = w = p * p; break;
+    case TR_RSCATTER: r = p * p, w = p; break;
+    case TR_EXSCAN: r = w = p - 1; break;
+    /* rank 0's block, read once, lands in every result; the one-element blocks are left out */
+    case TR_SKEWED: r = 1, w = p; break;
+    /* at P = 2 both neighbours are the same rank, and a rank alone has none */
+    case TR_RING: r = w = p * (nranks > 2 ? 2 : nranks - 1); break;
+    /* each rank's six faces, 2 (n + n/2 + n/4) >= 3n; the graph's n to rank + 1 is TR_EACH */
+    case TR_STENCIL: r = w = 3 * p; break;
+    }
+    *reads = r;
+    *writes = w;
 }

@@ -1,6 +1,6 @@
 /* nodecoll-bench-dtype: on one rank, pack and unpack throughput of the datatype engine
  * against memcpy of the same bytes and against the host MPI's MPI_Pack / MPI_Unpack, in one
- * run; then seed 001's transpose (a column-major matrix as a derived type) for growing N.
+ * run; then Balaji et al.'s transpose (a column-major matrix as a derived type) for growing N.
  * On several ranks, the same shapes and transposes as MPI_Bcast of the derived type: nodecoll
  * (the type used in place), the host's PMPI_Bcast, and a user's manual pack + byte Bcast +
  * unpack, alternated in one run; "plain root": nodecoll again with the root sending plain
@@ -290,7 +290,7 @@ static void shapes(size_t mib)
         MPI_Type_create_subarray(3, sizes, sub_z, starts, MPI_ORDER_C, MPI_DOUBLE, &t);
         shape("256^3 face, first index", t, 1);
     }
-    { /* seed 001 figure 4: a column of a matrix of 3-double elements, 8 columns wide */
+    { /* Balaji et al., figure 4: a column of a matrix of 3-double elements, 8 columns wide */
         MPI_Datatype elem, col;
         MPI_Type_contiguous(3, MPI_DOUBLE, &elem);
         MPI_Type_vector((int)(doubles / 3), 1, 8, elem, &col);
@@ -299,8 +299,8 @@ static void shapes(size_t mib)
     }
 }
 
-/* Seed 001 5.2: an N x N matrix of doubles packed in column-major order (a column type
- * resized to one double, N of them), whole, and in 64 KiB pieces with a look-ahead before
+/* Balaji et al., section 5.2: an N x N matrix of doubles packed in column-major order (a
+ * column type resized to one double, N of them), whole, and in 64 KiB pieces with a look-ahead before
  * each piece as a pipelined sender does: time per byte must not grow with N. */
 static void transpose(void)
 {

@@ -86,7 +86,7 @@ int op_fits(const struct op *op, const struct dtype *dt)
 }
 
 /* Reductions default to double, the usual payload of scientific codes; moves to bytes,
- * except seed 001's patterns, which are defined in doubles. */
+ * except Balaji et al.'s patterns, which are defined in doubles. */
 const struct dtype *dtype_auto(const struct coll *c, const struct op *op)
 {
     if (c->pattern != PAT_UNIFORM) return dtype_find("double");

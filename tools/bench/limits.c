@@ -1,7 +1,9 @@
 /*
  * The machine's physical limits, measured in the same run as the collectives:
  *   - the round trip of one cache line between node ranks 0 and 1 (ping-pong on a line of
- *     a shared-memory window),
+ *     a shared-memory window), at start-up and again after every point: on a virtual
+ *     machine it changes several-fold when the hypervisor moves a virtual CPU, and the
+ *     lowest value seen is the limit,
  *   - memcpy bandwidth per size on one core and on all usable cores at once, with the data
  *     in cache (hot) or not (cold),
  * and the lower bound they imply for each collective (docs/benchmark.md derives it).
@@ -12,6 +14,7 @@
 #include "bench.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +29,24 @@
 #define COPY_MAX ((size_t)64 << 20) /* beyond a few LLCs the bandwidth is flat (DRAM) */
 #define RTT_BATCH 2000
 #define RTT_BATCHES 15
+/* The round trip again after a point: short batches, so that a partner preempted by
+ * another job spoils one batch, not the probe, and no more batches once PROBE_CAP_S has
+ * passed, so that a probe on a crowded machine costs about that, not a time slice per
+ * round trip. */
+#define PROBE_BATCH 50
+#define PROBE_BATCHES 10
+#define PROBE_CAP_S 0.5e-3
+/* The start-up measurement ends after RTT_CAP_S too: where the two ranks cannot run at the
+ * same time (a shared core, a virtual machine whose host runs one of its CPUs at a time)
+ * each round trip costs a time slice, and 64,000 of them took minutes. */
+#define RTT_CAP_S 0.5
+#define RTT_STOP_POLLS 1024 /* polls of a waiting rank between looks at the clock or the stop line */
+/* Polls before a waiting rank starts yielding its core: far beyond a round trip between
+ * two running cores (a few hundred), so a measured batch never yields. */
+#define SPIN_POLLS (1u << 16)
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
 
-enum { L_PING, L_PONG, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
+enum { L_PING, L_PONG, L_STOP, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
 
 struct line {
     _Alignas(64) _Atomic uint64_t v;
@@ -37,10 +55,15 @@ struct line {
 struct node_ctx {
     MPI_Comm comm;
     MPI_Win win;
-    int rank, size, is_main, copiers;
+    int rank, size, is_main, copiers, open;
     struct line *l;
-    uint64_t epoch;
+    uint64_t epoch;  /* spin_barrier's */
+    uint64_t seq;    /* the last value the round trip wrote: every measurement writes new ones */
+    uint64_t done;   /* measurements finished on the main node (L_DONE) */
 };
+
+/* Open from limits_measure to limits_close: the round trip is measured after every point. */
+static struct node_ctx node;
 
 struct copier {
     char *hot_src, *hot_dst, *cold_src, *cold_dst;
@@ -49,20 +72,28 @@ struct copier {
 
 /* ---- synchronisation through the shared window ---------------------------------------- */
 
+/* A waiting rank spins, then gives its core away: the rank it waits for may need it. */
+static void pause_after(unsigned polls)
+{
+    if (polls >= SPIN_POLLS) sched_yield();
+}
+
 /* Between copiers only: a PMPI_Barrier leaves ranks microseconds apart, too much skew for
  * a 50 us batch whose copies are meant to run at the same time. */
 static void spin_barrier(struct node_ctx *n)
 {
     n->epoch++;
     atomic_fetch_add(&n->l[L_ARRIVE].v, 1);
-    while (atomic_load(&n->l[L_ARRIVE].v) < n->epoch * (uint64_t)n->copiers) {
-    }
+    for (unsigned polls = 1; atomic_load(&n->l[L_ARRIVE].v) < n->epoch * (uint64_t)n->copiers; polls++)
+        pause_after(polls);
 }
 
+/* Ranks that do not measure sleep meanwhile: an oversubscribed run measures the hardware,
+ * not the scheduler. */
 static void sleep_until_done(struct node_ctx *n)
 {
     struct timespec ts = {0, 200000};
-    while (!atomic_load(&n->l[L_DONE].v)) nanosleep(&ts, NULL);
+    while (atomic_load(&n->l[L_DONE].v) < n->done) nanosleep(&ts, NULL);
 }
 
 static void node_open(struct node_ctx *n, int cores)
@@ -87,14 +118,17 @@ static void node_open(struct node_ctx *n, int cores)
     PMPI_Win_shared_query(n->win, 0, &size, &disp, &base);
     n->l = (struct line *)round_up((size_t)base, sizeof(struct line));
     if (n->rank == 0) memset(n->l, 0, lines);
-    n->epoch = 0;
+    n->epoch = n->seq = n->done = 0;
+    n->open = 1;
     PMPI_Barrier(n->comm);
 }
 
 static void node_close(struct node_ctx *n)
 {
+    if (!n->open) return;
     PMPI_Win_free(&n->win);
     PMPI_Comm_free(&n->comm);
+    n->open = 0;
 }
 
 /* ---- cache-line round trip ------------------------------------------------------------ */
@@ -102,25 +136,54 @@ static void node_close(struct node_ctx *n)
 /* Rank 0 writes an odd value, rank 1 answers with the next even one.  On one shared line
  * each answer also has to take the line back for writing; with a line per writer (how
  * flag-based collectives are built) only the reads cross.  Minimum over batches: noise
- * only adds time. */
-static double measure_rtt_ns(struct node_ctx *n, int one_line)
+ * only adds time.  Values continue from the previous measurement's, so a value left on a
+ * line by an earlier one can never be taken for an answer.
+ *
+ * A measurement ends once `cap` seconds have passed, inside a batch too, where a partner
+ * without a core would hold rank 0 for a time slice per round trip: rank 0 writes `stop`,
+ * a value no measurement uses, on a line of its own that rank 1 looks at while it waits,
+ * and waits for rank 1's stop + 1, or for rank 1's last answer (rank 1 finished and will
+ * not look again).  The batches finished by then count; INFINITY if none did.
+ *
+ * Release stores and acquire loads, as nodecoll's flags use: a sequentially consistent
+ * store is a locked instruction on x86, whose cost in every round trip made the measured
+ * round trip longer than two steps of nodecoll's Barrier (the limit must not be). */
+static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int batches, double cap)
 {
     _Atomic uint64_t *ping = &n->l[L_PING].v, *pong = one_line ? ping : &n->l[L_PONG].v;
     _Atomic uint64_t *mine = n->rank == 0 ? ping : pong, *theirs = n->rank == 0 ? pong : ping;
-    uint64_t first = n->rank == 0 ? 1 : 2, wait = n->rank == 0 ? 2 : 1;
-    double best = INFINITY;
-    for (int b = 0; b <= RTT_BATCHES; b++) {
+    _Atomic uint64_t *stop_line = &n->l[L_STOP].v;
+    uint64_t first = n->seq + (n->rank == 0 ? 1 : 2), wait = n->seq + (n->rank == 0 ? 2 : 1);
+    uint64_t last_answer = n->seq + 2 * (uint64_t)batch * (uint64_t)(batches + 1), stop = last_answer + 1;
+    double best = INFINITY, start = now_s();
+    n->seq = stop + 1;
+    for (int b = 0; b <= batches; b++) {
         double t0 = now_s();
-        for (int i = 0; i < RTT_BATCH; i++, first += 2, wait += 2) {
-            if (n->rank == 0) atomic_store(mine, first);
-            while (atomic_load(theirs) != wait) {
+        for (int i = 0; i < batch; i++, first += 2, wait += 2) {
+            if (n->rank == 0) atomic_store_explicit(mine, first, memory_order_release);
+            for (unsigned polls = 1; atomic_load_explicit(theirs, memory_order_acquire) != wait; polls++) {
+                pause_after(polls);
+                if (polls % RTT_STOP_POLLS) continue;
+                if (n->rank == 1 && atomic_load_explicit(stop_line, memory_order_acquire) == stop) {
+                    atomic_store_explicit(mine, stop + 1, memory_order_release);
+                    return best;
+                }
+                if (n->rank == 0 && now_s() - start > cap) goto stopped;
             }
-            if (n->rank == 1) atomic_store(mine, first);
+            if (n->rank == 1) atomic_store_explicit(mine, first, memory_order_release);
         }
-        double t = (now_s() - t0) / RTT_BATCH * 1e9;
+        double t = (now_s() - t0) / batch * 1e9;
         if (b > 0 && t < best) best = t; /* batch 0 warms up */
+        if (n->rank == 0 && b < batches && now_s() - start > cap) goto stopped;
     }
     return best;
+stopped:
+    atomic_store_explicit(stop_line, stop, memory_order_release);
+    for (unsigned polls = 1;; polls++) {
+        uint64_t seen = atomic_load_explicit(theirs, memory_order_acquire);
+        if (seen == stop + 1 || seen == last_answer) return best;
+        pause_after(polls);
+    }
 }
 
 /* ---- memcpy ------------------------------------------------------------------------------ */
@@ -236,15 +299,34 @@ static void set_sizes(struct limits *l, size_t largest)
     for (size_t s = COPY_MIN; s <= largest && l->nsizes < LIMIT_SIZES; s *= 2) l->size[l->nsizes++] = s;
 }
 
+/* Node ranks 0 and 1 measure the round trip both ways; rank 0 keeps the lowest values seen
+ * so far (the limit) and the median of all measurements (what the run mostly saw: the
+ * highest would be a probe spoiled by another job). */
+static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batches, double cap,
+                       int both)
+{
+    static double *seen, *sorted;
+    static int room;
+    double one = both ? measure_rtt_ns(n, 1, batch, batches, cap) : INFINITY;
+    double two = measure_rtt_ns(n, 0, batch, batches, cap);
+    double rtt = dmin(one, two);
+    if (n->rank != 0 || !(rtt < INFINITY)) return; /* a probe that finished no batch */
+    if (l->rtt_probes == room) {
+        room = room ? 2 * room : 64;
+        seen = realloc(seen, sizeof *seen * (size_t)room);
+        sorted = realloc(sorted, sizeof *sorted * (size_t)room);
+    }
+    seen[l->rtt_probes++] = rtt;
+    memcpy(sorted, seen, sizeof *seen * (size_t)l->rtt_probes);
+    l->rtt_median_ns = median_of(sorted, l->rtt_probes);
+    l->rtt_one_line_ns = l->rtt_probes > 1 ? dmin(l->rtt_one_line_ns, one) : one;
+    l->rtt_ns = l->rtt_probes > 1 ? dmin(l->rtt_ns, rtt) : rtt;
+}
+
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
-    l->rtt_ns = l->rtt_one_line_ns = NAN;
-    if (n->copiers >= 2 && n->rank < 2) {
-        double one = measure_rtt_ns(n, 1), two = measure_rtt_ns(n, 0);
-        l->rtt_one_line_ns = one;
-        l->rtt_ns = dmin(one, two);
-    }
+    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, RTT_CAP_S, 1);
     spin_barrier(n);
     struct copier c;
     copier_init(&c, l->size[l->nsizes - 1]);
@@ -261,7 +343,9 @@ static size_t largest_copy(const struct options *o, int nranks, int copiers)
     for (int i = 0; i < coll_count(); i++) {
         const struct coll *c = coll_at(i);
         if (!(o->colls >> i & 1)) continue;
-        double per_n = 0.5 * (coll_poly(c->reads, nranks) + coll_poly(c->writes, nranks)) / copiers;
+        double reads, writes;
+        coll_traffic(c, nranks, &reads, &writes);
+        double per_n = 0.5 * (reads + writes) / copiers;
         for (int s = 0; s < o->nsizes; s++) most = dmax(most, per_n * (double)o->sizes[s]);
     }
     for (int s = 0; s < o->nsizes; s++) most = dmax(most, (double)o->sizes[s]); /* a full table */
@@ -272,49 +356,86 @@ static size_t largest_copy(const struct options *o, int nranks, int copiers)
 
 void limits_measure(struct limits *l, const struct options *o)
 {
-    struct node_ctx n;
+    struct node_ctx *n = &node;
     int leader;
     memset(l, 0, sizeof *l);
+    l->rtt_ns = l->rtt_one_line_ns = l->rtt_median_ns = NAN;
     l->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     l->llc = llc_bytes();
-    node_open(&n, l->cores);
-    set_sizes(l, largest_copy(o, n.size, n.copiers));
-    leader = n.rank == 0;
+    node_open(n, l->cores);
+    set_sizes(l, largest_copy(o, n->size, n->copiers));
+    leader = n->rank == 0;
     PMPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (n.is_main && n.rank < n.copiers) copier_main(&n, l);
-    else if (n.is_main) sleep_until_done(&n);
-    if (n.is_main && n.rank == 0) atomic_store(&n.l[L_DONE].v, 1);
+    n->done = 1;
+    if (n->is_main && n->rank < n->copiers) copier_main(n, l);
+    else if (n->is_main) sleep_until_done(n);
+    if (n->is_main && n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
     PMPI_Barrier(MPI_COMM_WORLD);
     l->nodes = leader;
-    l->node_ranks = n.size;
-    l->copiers = n.copiers;
+    l->node_ranks = n->size;
+    l->copiers = n->copiers;
     l->valid = leader == 1;
     PMPI_Bcast(l, sizeof *l, MPI_BYTE, 0, MPI_COMM_WORLD);
-    node_close(&n);
+    if (!l->valid) node_close(n);
+}
+
+/* Collective.  The round trip once more, a line per writer (node ranks 0 and 1; the others
+ * sleep meanwhile); rank 0's limits keep the lowest.  Nothing on several machines, on a
+ * single core, or when the ranks outnumber the cores: there a probe mostly measures how
+ * long two ranks wait to be on a core together (half a millisecond on the busy development
+ * machine), and the start-up measurement, made with the other ranks asleep, stands. */
+void limits_probe(struct limits *l)
+{
+    struct node_ctx *n = &node;
+    if (!l->valid || !n->open || n->copiers < 2 || n->size > l->cores) return;
+    n->done++;
+    if (n->rank >= 2) {
+        sleep_until_done(n);
+        return;
+    }
+    round_trip(n, l, PROBE_BATCH, PROBE_BATCHES, PROBE_CAP_S, 0);
+    if (n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
+}
+
+void limits_close(void)
+{
+    node_close(&node);
 }
 
 /* ---- lower bounds ---------------------------------------------------------------------- */
 
-static double lookup_gbs(const struct limits *l, const double *gbs, double chunk)
+/* The best rate measured at `chunk` bytes per copier or more.  A copy of a larger working
+ * set that went faster shows that this one can too (a dip from noise, or the cache-size
+ * step of the two copiers together, must not raise the bound). */
+static double best_from(const struct limits *l, const double *gbs, double chunk)
 {
     int i = 0;
+    double best = 0;
     while (i < l->nsizes - 1 && (double)l->size[i] < chunk) i++;
-    return gbs[i];
+    for (; i < l->nsizes; i++) best = dmax(best, gbs[i]);
+    return best;
 }
 
-/* max(one-way cache-line latency, unavoidable copying / copy bandwidth of the usable
- * cores).  Reads and writes count half a copied byte each: a copy reads and writes.
- * The latency term only holds where every rank waits for every other: elsewhere (a root
- * that sends, a scan) back-to-back calls may overlap, and the timed loop would beat it. */
+/* docs/benchmark.md, "Lower bounds": max(one-way cache-line latency, unavoidable copying /
+ * the fastest copy rate the machine showed for data of that size).  Reads and writes count
+ * half a copied byte each: a copy reads and writes.  Data in cache cannot be copied faster
+ * than a memcpy of the same working set (hot, `copied / copiers` per copier, or any larger
+ * one), and no data slower than the best cold memcpy, whatever its chunk size: an
+ * implementation may copy in any chunks it likes.  The latency term only holds where every
+ * rank waits for every other: elsewhere (a root that sends, a scan) back-to-back calls may
+ * overlap, and the timed loop would beat it. */
 double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
                        int cold)
 {
     if (!l->valid) return NAN;
     int waits = (c->flags & COLL_ALLDEP) && nranks > 1 && !isnan(l->rtt_ns);
-    double latency = waits ? 0.5 * l->rtt_ns * 1e-3 : 0;
-    double copied = 0.5 * (coll_poly(c->reads, nranks) + coll_poly(c->writes, nranks)) * (double)n;
+    double latency = waits ? 0.5 * l->rtt_ns * 1e-3 : 0, reads, writes;
+    coll_traffic(c, nranks, &reads, &writes);
+    double copied = 0.5 * (reads + writes) * (double)n;
     if (copied <= 0) return latency;
-    const double *gbs = l->copiers > 1 ? (cold ? l->cold_all : l->hot_all) : (cold ? l->cold1 : l->hot1);
-    double bandwidth = lookup_gbs(l, gbs, copied / l->copiers);
+    int all = l->copiers > 1;
+    double cold_gbs = best_from(l, all ? l->cold_all : l->cold1, 0);
+    double hot_gbs = best_from(l, all ? l->hot_all : l->hot1, copied / l->copiers);
+    double bandwidth = cold ? cold_gbs : dmax(hot_gbs, cold_gbs);
     return dmax(latency, copied / (bandwidth * 1e3));
 }

@@ -1,10 +1,11 @@
 /*
  * Timing of one point (collective, datatype, root pattern, size).
  *
- * Both variants run in the same process, alternating: each round times a block of k
- * back-to-back calls of each, nodecoll first in even rounds and host first in odd ones, so
- * that whatever precedes a block (the other variant, a --check) weighs on both alike.  A
- * PMPI_Barrier precedes every block (nothing of nodecoll in the separation).  Afterwards
+ * Both variants run in the same process, alternating: each round times a block of
+ * back-to-back calls of each (k[v] calls of variant v), nodecoll first in even rounds and host first in odd ones, so
+ * that whatever precedes a block (the other variant, a --check) weighs on both alike.  The
+ * benchmark's own barrier (sync.c) precedes every block: neither library's code runs in the
+ * separation, and neither library's waiting leaks into the other's block.  Afterwards
  * rank 0 takes, per round, the slowest rank (a collective is done when its last rank is)
  * and the median of that over rounds.
  *
@@ -18,7 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROUND_TARGET_S 20e-6 /* k makes a timed round at least this long */
+#define ROUND_TARGET_S 20e-6 /* k[v] makes a block of variant v at least this long */
+/* ...and this long when ranks outnumber the cores: a rank that waits for one without a core
+ * can lose a scheduler time slice (milliseconds) at the start of a block, which must not
+ * weigh more on the faster variant than on the slower one. */
+#define OVERSUB_ROUND_TARGET_S 4e-3
+#define OVERSUB_BUDGET_SHARE 100
 #define K_MAX 100000
 #define MIN_ROUNDS 5 /* a median of 3 falls to two preempted rounds */
 #define CALIBRATION_CALLS 2
@@ -37,6 +43,7 @@ struct arena {
     int *counts, *displs, *bdispls;
     MPI_Datatype *types;
     int nranks, rank;
+    struct bench_sync *sync;
 };
 
 /* Everything a point's calls need; the timed loop only touches the call and a counter. */
@@ -46,6 +53,7 @@ struct run_state {
     struct call call;
     size_t send_bytes, recv_bytes, rbuf_off, stride, nsets, cursor;
     int rotate, seq, sparse;
+    int root_stride; /* calls of a nodecoll block: root sequences restart from round * this */
     /* persistent mode: one request per root with --root rotate, else one, per variant */
     MPI_Request *bound[VAR_COUNT];
     int nbound;
@@ -89,7 +97,13 @@ struct arena *arena_create(const struct options *o, int nranks)
     a->displs = calloc((size_t)nranks, sizeof(int));
     a->bdispls = calloc((size_t)nranks, sizeof(int));
     a->types = calloc((size_t)nranks, sizeof(MPI_Datatype));
+    a->sync = sync_open();
     return a;
+}
+
+struct bench_sync *arena_sync(struct arena *a)
+{
+    return a->sync;
 }
 
 void arena_destroy(struct arena *a)
@@ -101,6 +115,7 @@ void arena_destroy(struct arena *a)
     free(a->displs);
     free(a->bdispls);
     free(a->types);
+    sync_close(a->sync);
     free(a);
 }
 
@@ -187,6 +202,7 @@ static void state_init(struct run_state *st, struct arena *a, const struct point
     st->nsets = pool_sets(a, st->stride);
     st->rotate = pt->root_pattern == ROOT_ROTATE;
     st->sparse = o->op->kind == OP_PROD;
+    st->root_stride = 1;
     use_set(st, 0);
     for (size_t s = 0; s < st->nsets; s++) fill_send(st, a->base + s * st->stride, (unsigned)s);
 }
@@ -267,17 +283,17 @@ static void call_once(struct run_state *st, enum variant v)
 
 /* Both variants of a round see the same input values and the same sequence of roots;
  * contents change from round to round. */
-static void start_block(struct run_state *st, int k, int round)
+static void start_block(struct run_state *st, int round)
 {
     if (st->nsets == 1) fill_send(st, st->call.sbuf, (unsigned)round * 7u);
-    st->seq = (int)((long long)round * k % st->a->nranks);
-    PMPI_Barrier(st->call.comm);
+    st->seq = (int)((long long)round * st->root_stride % st->a->nranks);
+    sync_wait(st->a->sync);
 }
 
 /* Seconds for k calls on this rank. */
 static double timed_block(struct run_state *st, enum variant v, int k, int round)
 {
-    start_block(st, k, round);
+    start_block(st, round);
     double t0 = now_s();
     for (int j = 0; j < k; j++) {
         next_call(st);
@@ -292,7 +308,7 @@ static double timed_block(struct run_state *st, enum variant v, int k, int round
 static double overlap_block(struct run_state *st, enum variant v, int k, int round)
 {
     double computed = 0;
-    start_block(st, k, round);
+    start_block(st, round);
     double t0 = now_s();
     for (int j = 0; j < k; j++) {
         MPI_Request fresh;
@@ -323,13 +339,14 @@ static void warm_up(struct run_state *st, const struct options *o, const double 
         for (int v = 0; v < VAR_COUNT; v++) timed_block(st, (enum variant)v, 1, i);
 }
 
-/* k and the number of rounds, the same on every rank (they are derived from maxima taken
- * over ranks).  Each variant's cost is its best of a few short blocks, so one preemption
- * during calibration does not shrink the point to the minimum number of rounds (calls long
- * enough to be timed alone get one block of one call).  k comes from the faster variant
- * so that its rounds reach the target too. */
+/* k[v], the calls in a block of variant v, and the number of rounds, the same on every
+ * rank (they are derived from maxima taken over ranks).  Each variant's cost is its best of
+ * a few short blocks, so one preemption during calibration does not shrink the point to the
+ * minimum number of rounds (calls long enough to be timed alone get one block of one call).
+ * Each variant's block lasts at least the target, so that whatever delays the start of a
+ * block weighs on both variants alike, relative to what they measure. */
 static void plan(struct run_state *st, const struct options *o, double t_start,
-                 const double first[VAR_COUNT], int *k, int *rounds)
+                 const double first[VAR_COUNT], int k[VAR_COUNT], int *rounds)
 {
     double t[4] = {first[0], first[1], 0, 0};
     int is_long = dmin(first[0], first[1]) > LONG_CALL_S;
@@ -339,14 +356,23 @@ static void plan(struct run_state *st, const struct options *o, double t_start,
             t[v] = dmin(t[v], timed_block(st, (enum variant)v, calls, i) / calls);
     double t0 = now_s();
     fill_send(st, st->call.sbuf, 0); /* rounds refill the inputs before each block */
-    PMPI_Barrier(st->call.comm);
+    sync_wait(st->a->sync);
     t[2] = now_s() - t0;
     t[3] = now_s() - t_start;
     PMPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, st->call.comm);
-    double fastest = dmax(dmin(t[0], t[1]), 1e-9);
-    *k = (int)dmin(ceil_pos(ROUND_TARGET_S / fastest), K_MAX);
+    /* Oversubscribed: at most a hundredth of the budget, since calls on a busy machine can
+     * take many times what the (best-of) calibration saw, and the fewest rounds must fit. */
+    double target = ROUND_TARGET_S;
+    if (sync_oversubscribed(st->a->sync))
+        target = dmax(ROUND_TARGET_S, dmin(OVERSUB_ROUND_TARGET_S, o->time_budget / OVERSUB_BUDGET_SHARE));
+    double calls_s = 0;
+    for (int v = 0; v < VAR_COUNT; v++) {
+        k[v] = (int)dmin(ceil_pos(target / dmax(t[v], 1e-9)), K_MAX);
+        calls_s += k[v] * t[v];
+    }
+    st->root_stride = k[VAR_NODECOLL];
     /* --overlap adds a pass of the same rounds whose calls also compute about as long */
-    double calls_s = *k * (t[0] + t[1]), pass_s = calls_s + 2 * t[2];
+    double pass_s = calls_s + 2 * t[2];
     double round_s = pass_s + (o->overlap ? pass_s + calls_s : 0) + (o->check ? 2 * (t[0] + t[1]) : 0);
     double left = o->time_budget - t[3], fit = left > 0 ? left / round_s : 0;
     *rounds = (int)dmax(MIN_ROUNDS, dmin(o->iters, fit));
@@ -380,7 +406,7 @@ static void spread(double *v, int n, double *q1, double *med, double *q3)
  * each other, so when the machine changes speed between rounds (a virtual CPU moved, a
  * neighbour started) the ratio stays right even where the two medians would fall on
  * different sides of the change. */
-static void summarize(const double *all, int nranks, int rounds, int k,
+static void summarize(const double *all, int nranks, int rounds, const int k[VAR_COUNT],
                       struct sample t[VAR_COUNT], double ratio[3])
 {
     double *buf = malloc(sizeof(double) * (size_t)rounds * (3 * VAR_COUNT + 1));
@@ -388,7 +414,7 @@ static void summarize(const double *all, int nranks, int rounds, int k,
     for (int v = 0; v < VAR_COUNT; v++) {
         double *mn = buf + (3 * v + 1) * rounds, *md = mn + rounds;
         mx[v] = buf + 3 * v * rounds;
-        per_round(all, nranks, rounds, k, (enum variant)v, mx[v], mn, md);
+        per_round(all, nranks, rounds, k[v], (enum variant)v, mx[v], mn, md);
         t[v].min = median_of(mn, rounds);
         t[v].med = median_of(md, rounds);
     }
@@ -399,8 +425,8 @@ static void summarize(const double *all, int nranks, int rounds, int k,
 }
 
 /* On rank 0: each variant's sample, and host / nodecoll per round (q1, median, q3). */
-static void gather_times(struct run_state *st, const double *mine, int rounds, int k,
-                         struct sample t[VAR_COUNT], double ratio[3])
+static void gather_times(struct run_state *st, const double *mine, int rounds,
+                         const int k[VAR_COUNT], struct sample t[VAR_COUNT], double ratio[3])
 {
     int n = VAR_COUNT * rounds;
     double *all = st->a->rank == 0 ? malloc(sizeof(double) * (size_t)n * st->a->nranks) : NULL;
@@ -485,14 +511,14 @@ typedef double block_fn(struct run_state *st, enum variant v, int k, int round);
 /* `rounds` rounds of one block of each variant, the first variant alternating; the block's
  * seconds go to mine[v * rounds + r].  With `check`, each round ends with a --check round
  * (on every rank: the check calls are collective too).  Returns the failed checks. */
-static int run_rounds(struct run_state *st, block_fn *block, int k, int rounds, double *mine,
-                      int check)
+static int run_rounds(struct run_state *st, block_fn *block, const int k[VAR_COUNT], int rounds,
+                      double *mine, int check)
 {
     int bad = 0;
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < VAR_COUNT; i++) {
             enum variant v = (enum variant)(r % 2 ? VAR_COUNT - 1 - i : i);
-            mine[v * rounds + r] = block(st, v, k, r);
+            mine[v * rounds + r] = block(st, v, k[v], r);
         }
         if (check) {
             bad += check_round(st, r, bad == 0);
@@ -540,7 +566,7 @@ void measure_point(struct arena *a, const struct options *o, const struct point 
     double first[VAR_COUNT];
     first_calls(&st, first);
     warm_up(&st, o, first);
-    plan(&st, o, t_start, first, &res->k, &res->rounds);
+    plan(&st, o, t_start, first, res->k, &res->rounds);
 
     double *mine = malloc(sizeof(double) * VAR_COUNT * (size_t)res->rounds);
     double ratio[3];

@@ -9,7 +9,7 @@
  *            both ways, as MPI defines it.
  *   graph    a distributed graph (MPI_Dist_graph_create_adjacent) from each rank to rank + 1,
  *            + 2, + 4 and + 8 (modulo P, each once, not itself), with skewed volumes: `count`
- *            to rank + 1, count/16 to the others (nothing at all when that is 0: seed 001's
+ *            to rank + 1, count/16 to the others (nothing at all when that is 0: Balaji et al.'s
  *            irregular pattern with zero-size neighbours).
  */
 #include "bench.h"

@@ -216,21 +216,33 @@ def pct_text(p):
     return "<1%" if p < 1 else f"{p:.0f}%"
 
 
+def ratio_at(r):
+    """'0.97x at 8' (bytes): a speedup and where it was measured."""
+    return f"{r['speedup']:.2f}x at {size_text(r['bytes'])}"
+
+
 def summary_cell(rs):
+    """Geometric mean, worst and best speedup over the clean sizes; the worst noisy size too
+    when it is lower, so that no slowdown hides behind the noise flag."""
     if not rs:
         return "–"
+    checks = rs
     noisy = [r for r in rs if is_noisy(r)]
     rs = [r for r in rs if not is_noisy(r)] or rs
     speed = [r["speedup"] for r in rs]
     bound = [r["pct_bound"] for r in rs if r["pct_bound"] is not None]
     text = f"**{geomean(speed):.2f}x**"
     if len(rs) > 1:
-        text += f" ({min(speed):.2f}–{max(speed):.2f})"
+        worst = min(rs, key=lambda r: r["speedup"])
+        text += f", worst **{ratio_at(worst)}**, best {max(speed):.2f}x"
     if bound:
-        text += f", bound: up to {pct_text(max(bound))}"
-    if noisy:
+        text += f"; bound: up to {pct_text(max(bound))}"
+    if noisy and noisy != rs:
         text += f"; {len(noisy)} noisy size{'s' if len(noisy) > 1 else ''} left out"
-    if any(r["check"] == "failed" for r in rs):
+        low = min(noisy, key=lambda r: r["speedup"])
+        if low["speedup"] < min(speed):
+            text += f" (lowest {ratio_at(low)})"
+    if any(r["check"] == "failed" for r in checks):
         text += " **CHECK FAILED**"
     return text
 
@@ -294,6 +306,8 @@ def limits_table(runs):
         allc = "; ".join(f"{size_text(s)}: {at(s, 'hot_all_gbs')} / {at(s, 'cold_all_gbs')}"
                          for s in probe)
         rtt = "–" if lim["rtt_ns"] is None else f"{lim['rtt_ns']:.0f} ns"
+        if lim.get("rtt_median_ns") and lim["rtt_median_ns"] > 1.2 * lim["rtt_ns"]:
+            rtt += f" (median {lim['rtt_median_ns']:.0f} ns)"
         lines.append(f"| {run['label']} | {rtt} | {one} | {allc} ({lim['copiers']} cores) |")
     return lines
 
@@ -352,15 +366,21 @@ def report(runs, colls, images, args):
     lines = header(runs, args)
     lines += ["## Summary", "",
               "Speedup is host MPI time / nodecoll time (above 1: nodecoll is faster): geometric "
-              "mean over message sizes, (lowest–highest). \"% of bound\" is the best fraction of "
+              "mean over message sizes, the worst size with its speedup, and the best speedup. "
+              "\"% of bound\" is the best fraction of "
               "the physical lower bound reached (docs/benchmark.md explains the bound). Times are "
               "per call, slowest rank, median over rounds; a speedup is the median over rounds "
               "of host / nodecoll within the round. A size is *noisy* when the middle half of "
               "those per-round ratios spans more than a factor 1.3 (something else ran on the "
-              "machine); noisy sizes stay in the tables below but not in these summaries.", ""]
+              "machine); noisy sizes stay in the tables below but not in these summaries, which "
+              "name the lowest noisy speedup where it is below the worst clean one. Sizes are "
+              "in bytes (K, M: binary).", ""]
     lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
-              "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB.", ""]
+              "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB. The round trip is the lowest of the "
+              "measurements made at start-up and, when every rank has a core, after every "
+              "point (their median in parentheses when it is higher by a fifth or more).",
+              ""]
     lines += limits_table(runs) + [""]
     lines += ["## Per collective", "",
               "Cells: speedup (nodecoll / host µs per call, % of bound). Full data: the JSON and "

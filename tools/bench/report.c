@@ -23,7 +23,9 @@ double result_speedup(const struct result *r)
 /* Bytes that landed in receive buffers, summed over ranks, per second of nodecoll time. */
 double result_gbs(const struct result *r, int nranks)
 {
-    double written = coll_poly(r->pt.coll->writes, nranks) * (double)r->pt.bytes;
+    double reads, writes;
+    coll_traffic(r->pt.coll, nranks, &reads, &writes);
+    double written = writes * (double)r->pt.bytes;
     return written / (r->t[VAR_NODECOLL].max * 1e3);
 }
 
@@ -119,8 +121,9 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
 static void print_limits(FILE *out, const struct limits *l)
 {
     char sz[32];
-    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line)\n",
-            l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns);
+    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line%s)\n",
+            l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns,
+            l->node_ranks > l->cores ? "" : "; measured again after every point, the lowest counts");
     fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
         format_bytes(sz, sizeof sz, l->size[i]);
@@ -132,13 +135,13 @@ static void print_limits(FILE *out, const struct limits *l)
 static void print_columns(FILE *out, int overlap)
 {
     if (overlap) {
-        fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-35s | %-35s | %7s  %s\n", "collective",
-                "dtype", "root", "size", "k", "rnds", "nodecoll us: pure total exp overlap",
+        fprintf(out, "# %-20s %-6s %-6s %6s %11s %4s | %-35s | %-35s | %7s  %s\n", "collective",
+                "dtype", "root", "size", "k nc/host", "rnds", "nodecoll us: pure total exp overlap",
                 "host us: pure total exp overlap", "x host", "algorithm");
         return;
     }
-    fprintf(out, "# %-20s %-6s %-6s %6s %6s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
-            "collective", "dtype", "root", "size", "k", "rnds", "nodecoll us: min med max",
+    fprintf(out, "# %-20s %-6s %-6s %6s %11s %4s | %-26s | %-26s | %7s %9s %6s %8s  %s\n",
+            "collective", "dtype", "root", "size", "k nc/host", "rnds", "nodecoll us: min med max",
             "host us: min med max", "x host", "bound us", "%bound", "GB/s", "algorithm");
 }
 
@@ -194,10 +197,18 @@ static const char *check_text(const struct result *r)
     return r->check > 0 ? "  CHECK FAILED" : r->check == 0 ? "  ok" : "";
 }
 
+/* "k[nodecoll]/k[host]": the calls in a block of each variant. */
+static const char *k_text(const struct result *r, char *out, size_t len)
+{
+    snprintf(out, len, "%d/%d", r->k[VAR_NODECOLL], r->k[VAR_HOST]);
+    return out;
+}
+
 static void overlap_row(FILE *out, const struct result *r, const char *sz)
 {
-    fprintf(out, "  %-20s %-6s %-6s %6s %6d %4d |", r->pt.coll->name, r->pt.dt->name,
-            root_pattern_name(r->pt.root_pattern), sz, r->k, r->rounds);
+    char k[32];
+    fprintf(out, "  %-20s %-6s %-6s %6s %11s %4d |", r->pt.coll->name, r->pt.dt->name,
+            root_pattern_name(r->pt.root_pattern), sz, k_text(r, k, sizeof k), r->rounds);
     for (int v = 0; v < VAR_COUNT; v++)
         fprintf(out, " %8.2f %8.2f %8.2f %7.1f%% |", r->t[v].max, r->total[v].max,
                 r->exposed[v].max, result_overlap(r, (enum variant)v));
@@ -207,19 +218,29 @@ static void overlap_row(FILE *out, const struct result *r, const char *sz)
 
 void report_row(FILE *out, const struct result *r, int nranks)
 {
-    char sz[32];
+    char sz[32], k[32];
     const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
     format_bytes(sz, sizeof sz, r->pt.bytes);
     if (r->overlap) overlap_row(out, r, sz);
     else
         fprintf(out,
-                "  %-20s %-6s %-6s %6s %6d %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
+                "  %-20s %-6s %-6s %6s %11s %4d | %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2fx "
                 "%9.3f %5.1f%% %8.3f  %s%s%s\n",
-                r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz, r->k,
-                r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
+                r->pt.coll->name, r->pt.dt->name, root_pattern_name(r->pt.root_pattern), sz,
+                k_text(r, k, sizeof k), r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
                 r->bound_us, result_pct_bound(r), result_gbs(r, nranks), r->algs, check_text(r),
                 result_noisy(r) ? "  noisy" : "");
     fflush(out);
+}
+
+/* After the sweep: the round trip's lowest and median value over the run.  The bounds of
+ * the JSON and CSV use the lowest; a row printed before it was seen used a higher one. */
+void report_footer(FILE *out, const struct limits *l)
+{
+    if (!l->valid || isnan(l->rtt_ns)) return;
+    fprintf(out, "# cache-line round trip over %d measurements: lowest %.0f ns, median %.0f ns; "
+                 "the JSON and CSV bounds use the lowest\n",
+            l->rtt_probes, l->rtt_ns, l->rtt_median_ns);
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -254,6 +275,8 @@ static void json_limits(FILE *f, const struct limits *l)
     jkey(f, "valid", 1), fprintf(f, "%s", l->valid ? "true" : "false");
     jkey(f, "rtt_ns", 0), jnum(f, l->rtt_ns);
     jkey(f, "rtt_one_line_ns", 0), jnum(f, l->rtt_one_line_ns);
+    jkey(f, "rtt_median_ns", 0), jnum(f, l->rtt_median_ns);
+    jkey(f, "rtt_probes", 0), fprintf(f, "%d", l->rtt_probes);
     jkey(f, "copiers", 0), fprintf(f, "%d", l->copiers);
     jkey(f, "memcpy", 0), fputs("[", f);
     for (int i = 0; i < l->nsizes; i++) {
@@ -272,7 +295,7 @@ static void json_run(FILE *f, const struct run_info *ri, const struct limits *l,
 {
     const char *nc = stats_nodecoll_version();
     jkey(f, "tool", 1), jstr(f, "nodecoll-bench");
-    jkey(f, "format", 0), fputs("1", f);
+    jkey(f, "format", 0), fputs("2", f);
     jkey(f, "date", 0), jstr(f, ri->date);
     jkey(f, "command", 0), jstr(f, ri->command);
     jkey(f, "mpi", 0), jstr(f, ri->mpi);
@@ -326,7 +349,8 @@ static void json_result(FILE *f, const struct result *r, int nranks)
     jkey(f, "root", 0), jstr(f, root_pattern_name(r->pt.root_pattern));
     jkey(f, "bytes", 0), fprintf(f, "%zu", r->pt.bytes);
     jkey(f, "count", 0), fprintf(f, "%d", r->pt.count);
-    jkey(f, "k", 0), fprintf(f, "%d", r->k);
+    jkey(f, "k", 0), fprintf(f, "%d", r->k[VAR_NODECOLL]);
+    jkey(f, "k_host", 0), fprintf(f, "%d", r->k[VAR_HOST]);
     jkey(f, "rounds", 0), fprintf(f, "%d", r->rounds);
     json_sample(f, "nodecoll_us", &r->t[VAR_NODECOLL]);
     json_sample(f, "host_us", &r->t[VAR_HOST]);
@@ -380,7 +404,7 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
 {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,rounds,"
+    fputs("date,mpi,ranks,oversubscribed,coll,dtype,root,bytes,k,k_host,rounds,"
           "nodecoll_min_us,nodecoll_med_us,nodecoll_max_us,host_min_us,host_med_us,host_max_us,"
           "speedup,bound_us,pct_bound,gbs,algorithms,check,noisy,mode,"
           "nodecoll_compute_us,nodecoll_total_us,nodecoll_exposed_us,nodecoll_overlap_pct,"
@@ -388,10 +412,10 @@ int report_csv(const char *path, const struct run_info *ri, const struct result 
     for (int i = 0; i < n; i++) {
         const struct result *r = &rs[i];
         const struct sample *a = &r->t[VAR_NODECOLL], *b = &r->t[VAR_HOST];
-        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d",
+        fprintf(f, "%s,\"%s\",%d,%d,%s,%s,%s,%zu,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s,%d",
                 ri->date, ri->mpi, ri->nranks, ri->oversubscribed, r->pt.coll->name,
-                r->pt.dt->name, root_pattern_name(r->pt.root_pattern), r->pt.bytes, r->k,
-                r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
+                r->pt.dt->name, root_pattern_name(r->pt.root_pattern), r->pt.bytes,
+                r->k[VAR_NODECOLL], r->k[VAR_HOST], r->rounds, a->min, a->med, a->max, b->min, b->med, b->max, result_speedup(r),
                 r->bound_us, result_pct_bound(r), result_gbs(r, ri->nranks), r->algs,
                 r->check < 0 ? "" : r->check ? "failed" : "ok", result_noisy(r));
         csv_mode_columns(f, r);

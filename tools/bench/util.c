@@ -13,7 +13,8 @@ double now_s(void)
 }
 
 /* Page-aligned and written once: a first touch inside a timed region would cost a page
- * fault (~1.6 us per 4 KiB here) and be charged to whichever variant ran first. */
+ * fault (microseconds per page, docs/results-costs.md) and be charged to whichever variant
+ * ran first. */
 void *xalloc_touched(size_t bytes)
 {
     void *p = NULL;

@@ -1,5 +1,8 @@
-/* nodecoll-info: what this build is, whether single-copy works here, and every setting.
- * `--markdown` prints docs/tuning.md (the test suite checks the committed copy is current). */
+/* nodecoll-info: what this build is, whether single-copy works here, the topology hwloc
+ * reports and where this process sits on it, and every setting.  `--groups N` shows the
+ * topology groups of a node of N ranks placed by NODECOLL_TOPO_PLACE (a dealt placement, or
+ * all at this process's place).  `--markdown` prints docs/tuning.md (the test suite checks the
+ * committed copy is current). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,9 @@
 #include "nodecoll.h"
 #include "core/cma.h"
 #include "core/config.h"
+#include "core/hier.h"
+#include "core/topo.h"
+#include "core/tune.h"
 
 static volatile uint64_t probe_word = 0x6e6f6465636f6c6cULL;
 
@@ -29,6 +35,91 @@ static const char *single_copy_status(void)
                                                           : "no (process_vm_readv not permitted)";
 }
 
+static int setting_index(const char *env_name)
+{
+    for (int i = 0; i < nc_setting_count(); i++)
+        if (!strcmp(nc_setting(i)->env_name, env_name)) return i;
+    return -1;
+}
+
+static void print_topology(const nc_config *cfg)
+{
+    const nc_topo_info *t = nc_topo_get();
+    if (!t->loaded) {
+        printf("topology:     unknown (hwloc could not read it): every node runs flat\n");
+        return;
+    }
+    printf("topology:     %s:", t->source);
+    for (int l = 0; l < NC_TOPO_LEVELS; l++)
+        printf(" %s %d%s", nc_topo_level_names[l], t->domains[l], l + 1 < NC_TOPO_LEVELS ? "," : "\n");
+    nc_topo_loc me = nc_topo_locate((int)cfg->topo_place, 0, 1);
+    printf("this process: ");
+    for (int l = 0; l < NC_TOPO_LEVELS; l++)
+        printf("%s %d%s", nc_topo_level_names[l], me.id[l], l + 1 < NC_TOPO_LEVELS ? ", " : "\n");
+    const nc_setting_info *setting = nc_setting(setting_index("NODECOLL_TOPO_LEVELS"));
+    char levels[64], automatic[64];
+    nc_setting_format(setting, cfg->topo_levels, levels, sizeof levels);
+    nc_setting_format(setting, NC_TOPO_AUTO_LEVELS, automatic, sizeof automatic);
+    printf("levels:       %s%s%s (NODECOLL_TOPO_LEVELS)\n", levels, cfg->topo_levels < 0 ? " = " : "",
+           cfg->topo_levels < 0 ? automatic : "");
+}
+
+/* The groups of a node of `size` ranks at the places NODECOLL_TOPO_PLACE gives them. */
+static void print_groups(const nc_config *cfg, int size)
+{
+    nc_topo_loc *locs = malloc(sizeof *locs * (size_t)size);
+    if (!locs) return;
+    for (int r = 0; r < size; r++) locs[r] = nc_topo_locate((int)cfg->topo_place, r, size);
+    int mask = cfg->topo_levels < 0 ? NC_TOPO_AUTO_LEVELS : (int)cfg->topo_levels;
+    nc_hier *h = nc_hier_build(locs, size, mask);
+    if (!h) {
+        printf("%d ranks: flat (no level splits them into groups with company)\n", size);
+    } else {
+        printf("%d ranks:", size);
+        for (int l = 1; l <= h->depth; l++)
+            printf(" %s %d groups%s", nc_topo_level_names[h->level[l - 1]], h->ngroups[l], l < h->depth ? "," : "\n");
+        printf("  ");
+        for (int i = 0; i < size; i++) { /* each group in brackets, nested */
+            int r = h->order[i];
+            for (int l = 1; l <= h->depth; l++)
+                if (h->start[l][h->group_of[l][r]] == i) printf("[");
+            printf("%d", r);
+            for (int l = h->depth; l >= 1; l--)
+                if (h->start[l][h->group_of[l][r] + 1] == i + 1) printf("]");
+            printf(i + 1 < size ? " " : "\n");
+        }
+    }
+    nc_hier_free(h);
+    free(locs);
+}
+
+/* The tuning rules a job started here would use, and where they come from. */
+static void print_rules(void)
+{
+    char buf[512], err[600];
+    const char *path = nc_tune_path(buf, sizeof buf);
+    if (!path) {
+        printf("tuning rules: none (NODECOLL_TUNE_FILE %s; no %s)\n",
+               getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset",
+               "$XDG_CONFIG_HOME/nodecoll/rules or ~/.config/nodecoll/rules");
+        return;
+    }
+    nc_tune_rules *rules = malloc(sizeof *rules);
+    if (!rules) return;
+    if (nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), rules, err, sizeof err)) {
+        printf("tuning rules: none in force\n  %s\n", err);
+    } else {
+        printf("tuning rules: %d from %s%s (before the built-in rows; NODECOLL_<COLL>_ALG settings still win)\n",
+               rules->count, path, getenv("NODECOLL_TUNE_FILE") ? " (NODECOLL_TUNE_FILE)" : " (default location)");
+        for (int i = 0; i < rules->count; i++) {
+            char line[200];
+            nc_tune_format_rule(&rules->rule[i], line, sizeof line);
+            printf("  line %-4d %s\n", rules->rule[i].line, line);
+        }
+    }
+    free(rules);
+}
+
 static void print_settings(void)
 {
     nc_config current;
@@ -42,6 +133,8 @@ static void print_settings(void)
         nc_setting_format(s, s->min, lo, sizeof lo);
         nc_setting_format(s, s->max, hi, sizeof hi);
         if (s->kind == NC_KIND_ENUM) printf("%-28s %-12s %-12s %s\n", s->env_name, def, cur, s->choices);
+        else if (s->kind == NC_KIND_SET)
+            printf("%-28s %-12s %-12s auto|flat|list of %s\n", s->env_name, def, cur, s->choices);
         else if (s->kind == NC_KIND_BOOL) printf("%-28s %-12s %-12s 0|1\n", s->env_name, def, cur);
         else printf("%-28s %-12s %-12s %s..%s\n", s->env_name, def, cur, lo, hi);
     }
@@ -57,6 +150,7 @@ static void print_markdown(void)
         nc_setting_format(s, s->min, lo, sizeof lo);
         nc_setting_format(s, s->max, hi, sizeof hi);
         if (s->kind == NC_KIND_ENUM) snprintf(allowed, sizeof allowed, "%s", s->choices);
+        else if (s->kind == NC_KIND_SET) snprintf(allowed, sizeof allowed, "auto, flat, or a list of %s", s->choices);
         else if (s->kind == NC_KIND_BOOL) snprintf(allowed, sizeof allowed, "0, 1");
         else snprintf(allowed, sizeof allowed, "%s .. %s", lo, hi);
         for (char *p = allowed; *p; p++)
@@ -71,8 +165,15 @@ int main(int argc, char **argv)
         print_markdown();
         return 0;
     }
+    nc_config cfg;
+    nc_config_from_env(&cfg, NULL);
+    if (argc > 2 && !strcmp(argv[1], "--groups") && atoi(argv[2]) > 0) {
+        print_topology(&cfg);
+        print_groups(&cfg, atoi(argv[2]));
+        return 0;
+    }
     if (argc > 1) {
-        fprintf(stderr, "usage: %s [--markdown]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--markdown | --groups RANKS]\n", argv[0]);
         return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
     printf("nodecoll %s\n", nodecoll_version());
@@ -85,6 +186,8 @@ int main(int argc, char **argv)
         if (!strcmp(s.collective, "barrier")) printf("%s%s", i ? ", " : "", s.algorithm);
     }
     printf(" (per collective)\n");
+    print_topology(&cfg);
+    print_rules();
     print_settings();
     return 0;
 }

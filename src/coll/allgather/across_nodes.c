@@ -2,7 +2,7 @@
  * leaders spread the node regions among themselves over the bridge (spread.c), and every
  * rank reads the blocks it lacks from its leader.
  *
- * The spread is seed 001's nonuniform-volume logic: which pattern suits depends on the node
+ * The spread is Balaji et al.'s nonuniform-volume logic: which pattern suits depends on the node
  * volumes (every leader knows every count, so all agree), a parameter of this algorithm
  * that its plan asks the registry for (nc_registry_spread). */
 #include <stdlib.h>

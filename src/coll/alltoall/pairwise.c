@@ -1,4 +1,4 @@
-/* Alltoall, Alltoallv, Alltoallw: pairwise exchange (seed 001's binning).
+/* Alltoall, Alltoallv, Alltoallw: pairwise exchange (Balaji et al.'s binning).
  *
  * On the node every rank publishes a span table: where in its send buffer each receiver's
  * block is (small totals are copied into its slot).  Every rank then reads, straight from
@@ -109,7 +109,7 @@ static int publish_spans(nc_comm *c, const pairwise_state *st)
     return in_slot;
 }
 
-/* Seed 001's bins: zero (skipped), small (read first), large; in a rotated order so the
+/* Balaji et al.'s bins: zero (skipped), small (read first), large; in a rotated order so the
  * ranks of a node do not all start with the same peer.  The bin's node peers; how many. */
 static int bin_peers(const nc_comm *c, const nc_vec *recv, int small, int *peers)
 {
@@ -138,7 +138,7 @@ static void read_peer(void *ctx, size_t k)
 }
 
 /* Reads the bin's peers from st->next on that have published (st->next has), a thread team
- * dividing them among its threads (seed 004's "Group"); where to go on from. */
+ * dividing them among its threads (Luo et al.'s "Group"); where to go on from. */
 static int read_published(nc_comm *c, const nc_vec *recv, const pairwise_state *st)
 {
     size_t bytes = 0;

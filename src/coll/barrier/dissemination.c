@@ -17,9 +17,9 @@ NC_STATE_FITS(dissemination_state);
 /* Flag value meaning "finished every step before `step` of barrier `seq`". */
 static uint64_t step_value(uint64_t seq, int step) { return seq * 64 + (uint64_t)step; }
 
-/* The radix measured fastest up to 16 participants is P itself (one step: every rank reads
- * the P-1 other flags), about 6 above (Bierbaum et al.; on the development machine P also
- * won at 2-4 ranks). */
+/* Radix P itself up to 16 participants (one step: every rank reads the P-1 other flags),
+ * about 6 above: the fastest in Bierbaum et al.'s measurements (docs/results-costs.md for
+ * this machine's). */
 static void plan(nc_op *op, void *state)
 {
     dissemination_state *st = state;
@@ -28,7 +28,12 @@ static void plan(nc_op *op, void *state)
     else st->radix = c->node.size <= 16 ? (c->node.size < 2 ? 2 : c->node.size) : 6;
 }
 
-static int peer_behind(const nc_node *n, long distance) { return (int)((n->rank - distance % n->size + n->size) % n->size); }
+/* (distance < n->size: a subtraction, not two integer divisions, on the barrier's path) */
+static int peer_behind(const nc_node *n, long distance)
+{
+    long peer = n->rank - distance;
+    return (int)(peer < 0 ? peer + n->size : peer);
+}
 
 static nc_step progress(nc_op *op, void *state)
 {

@@ -9,15 +9,20 @@
 #include "../frag.h"
 #include "../steps.h"
 
-/* A rank's place in the node's fan-out tree of `radix` rooted at node rank `root`
- * (parent and children as node ranks; parent -1 at the root). */
-typedef struct nc_bcast_tree {
-    int vrank, parent, first_child, children;
-    int root, radix;
-} nc_bcast_tree;
+/* A rank's place in the node's fan-out tree of `radix` rooted at node rank `root`, shaped by
+ * the node's topology groups (core/hier.h: the heap; parent and children as node ranks,
+ * parent -1 at the root). */
+typedef nc_tree_pos nc_bcast_tree;
 
-nc_bcast_tree nc_bcast_tree_at(const nc_node *n, int root, int radix);
-int nc_bcast_tree_rank(const nc_node *n, const nc_bcast_tree *t, int v);
+static inline nc_bcast_tree nc_bcast_tree_at(nc_node *n, int root, int radix)
+{
+    return nc_node_tree(n, n->hier, root, radix, NC_TREE_HEAP);
+}
+/* Node rank of my child i. */
+static inline int nc_bcast_child(const nc_node *n, const nc_bcast_tree *t, int i)
+{
+    return nc_tree_child(n->hier, n->size, t, i);
+}
 /* For `ready` expressions: every child of t has consumed the fragments below frag_end. */
 int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64_t frag_end);
 

@@ -9,6 +9,7 @@
 
 #include "bcast.h"
 #include "../ledger.h"
+#include "../registry.h"
 #include "../../core/cma.h"
 #include "../watch.h"
 #include "../../core/fatal.h"
@@ -69,13 +70,14 @@ static size_t push_cut(size_t bytes, int children)
 static void plan(nc_op *op, void *state)
 {
     cma_state *st = state;
-    const nc_comm *c = op->c;
-    const nc_node *n = &c->node;
+    nc_comm *c = op->c;
+    nc_node *n = &c->node;
     size_t bytes = st->head.call.bytes;
-    st->tree = nc_bcast_tree_at(n, st->head.call.root, (int)c->cfg.bcast_radix);
+    int radix = nc_registry_radix(c, NC_COLL_BCAST, bytes, c->cfg.bcast_radix);
+    st->tree = nc_bcast_tree_at(&op->c->node, st->head.call.root, radix);
     st->chunk = (size_t)c->cfg.cma_chunk;
-    /* Push needs every non-root to be a direct child of the root (no forwarding). */
-    st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && c->cfg.bcast_radix >= n->size - 1;
+    /* Push needs every non-root to be a direct child of the root (no forwarding, no groups). */
+    st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && radix >= n->size - 1 && !n->hier;
 }
 
 /* Fragments numbered for whichever of the single copy and the ring (a derived root) needs
@@ -113,7 +115,7 @@ static nc_step progress(nc_op *op, void *state)
     NC_BEGIN(&st->head);
     st->g0 = nc_take_frags(n, call_frags(n, st));
     st->g_end = st->g0 + call_frags(n, st);
-    if (t->vrank) {
+    if (t->parent >= 0) {
         NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->pub, st->g0 + 1));
         st->ring = atomic_load_explicit(&nc_node_ctl(n, t->parent)->pub.aux[1], memory_order_relaxed) ==
                    (RING_TAG | (st->g0 + 1));
@@ -126,13 +128,13 @@ static nc_step progress(nc_op *op, void *state)
         if (t->children) atomic_store_explicit(&me->pub.aux[1], RING_TAG | (st->g0 + 1), memory_order_relaxed);
         nc_bcast_ring_setup(&st->ring_step, &st->head.call, t, (nc_frag_place){0, 0}, st->g0);
         NC_AWAIT_STEP(&st->head, nc_bcast_ring_run(op, &st->ring_step));
-    } else if (!t->vrank) {
+    } else if (t->parent < 0) {
         atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)st->flat, memory_order_relaxed);
         nc_flag_post(&me->pub, st->g_end);
         if (st->push) {
             for (st->i = 0; st->i < t->children; st->i++) {
-                NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, nc_bcast_tree_rank(n, t, t->first_child + st->i))->ready, st->g0 + 1));
-                int child = nc_bcast_tree_rank(n, t, t->first_child + st->i);
+                NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, nc_bcast_child(n, t, st->i))->ready, st->g0 + 1));
+                int child = nc_bcast_child(n, t, st->i);
                 char *dst = push_target(&nc_node_ctl(n, child)->ready, st->g0);
                 size_t cut = push_cut(bytes, t->children);
                 if (dst) nc_node_cma_or_die(op->c, child, dst + cut, st->flat + cut, bytes - cut, 1);

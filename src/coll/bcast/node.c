@@ -33,7 +33,7 @@ void nc_node_bcast_setup_bytes(nc_node_bcast_step *st, void *buf, size_t bytes, 
 
 static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0)
 {
-    char *data = nc_slot_take(n, announcement_place, g0, 0, 0);
+    char *data = nc_slot_take(n, announcement_place, g0, NULL);
     nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0);
     atomic_store_explicit(&f->aux[0], st->bytes, memory_order_relaxed);
     if (nc_frag_place_aligned(st->bytes).in_flag) nc_data_pack(st->data, 0, data, st->bytes);

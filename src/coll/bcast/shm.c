@@ -1,28 +1,18 @@
-/* Bcast through shared memory (seed 000): a fan-out tree of tunable radix, pipelined in
- * fragments.  A parent copies each fragment into its own ring (or, for a message of a few
- * dozen bytes, into an inline flag: signal and data in one line transfer) and its children
- * copy it out, forwarding it from their own ring to theirs. */
+/* Bcast through shared memory (Graham and Shipman): a fan-out tree of tunable radix (shaped
+ * by the node's topology groups, core/hier.h), pipelined in fragments.  A parent copies each
+ * fragment into its own ring (or, for a message of a few dozen bytes, into an inline flag:
+ * signal and data in one line transfer) and its children copy it out, forwarding it from
+ * their own ring to theirs. */
 #include <string.h>
 
 #include "bcast.h"
 #include "../ledger.h"
-#include "../../core/tree.h"
-
-nc_bcast_tree nc_bcast_tree_at(const nc_node *n, int root, int radix)
-{
-    nc_bcast_tree t = {nc_vrank(n->rank, root, n->size), -1, 0, 0, root, radix};
-    if (t.vrank) t.parent = nc_rank_of(nc_tree_parent(t.vrank, radix), root, n->size);
-    t.first_child = nc_tree_first_child(t.vrank, radix);
-    t.children = nc_tree_child_count(t.vrank, radix, n->size);
-    return t;
-}
-
-int nc_bcast_tree_rank(const nc_node *n, const nc_bcast_tree *t, int v) { return nc_rank_of(v, t->root, n->size); }
+#include "../registry.h"
 
 int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64_t frag_end)
 {
     for (int i = 0; i < t->children; i++)
-        if (!nc_consumed(op, n, nc_bcast_tree_rank(n, t, t->first_child + i), frag_end)) return 0;
+        if (!nc_consumed(op, n, nc_bcast_child(n, t, i), frag_end)) return 0;
     return 1;
 }
 
@@ -68,7 +58,7 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
         st->off = (size_t)(st->g - st->g0) * chunk;
         st->len = bytes - st->off < st->k * chunk ? bytes - st->off : st->k * chunk;
         st->from_parent = NULL;
-        if (t->vrank) {
+        if (t->parent >= 0) {
             NC_AWAIT(&st->head, nc_flag_reached(op, nc_frag_signal(n, st->place, t->parent, st->g + st->k - 1), st->g + st->k));
             st->from_parent = nc_frag_data(n, st->place, t->parent, st->g);
         }
@@ -76,7 +66,7 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
             /* The step's slots follow each other in the ring; each must be free first. */
             for (st->h = st->g; st->h < st->g + st->k; st->h++) {
                 NC_AWAIT(&st->head, nc_slot_free(op, n, st->place, st->h));
-                char *slot = nc_slot_take(n, st->place, st->h, t->root, t->radix);
+                char *slot = nc_slot_take(n, st->place, st->h, t);
                 if (st->h == st->g) st->slot = slot;
             }
             if (st->from_parent) memcpy(st->slot, st->from_parent, st->len);
@@ -96,11 +86,12 @@ static void plan(nc_op *op, void *state)
 {
     nc_bcast_ring *st = state;
     const nc_comm *c = op->c;
-    nc_bcast_tree tree = nc_bcast_tree_at(&c->node, st->head.call.root, (int)c->cfg.bcast_radix);
+    nc_bcast_tree tree = nc_bcast_tree_at(&op->c->node, st->head.call.root,
+                                          nc_registry_radix(c, NC_COLL_BCAST, st->head.call.bytes, c->cfg.bcast_radix));
     nc_bcast_call call = st->head.call;
     nc_bcast_ring_setup(st, &call, &tree, nc_frag_place_aligned(call.bytes), 0);
     /* The root's announcement carried a message that fits in its flag. */
-    st->carried = call.announced && !tree.vrank && st->place.in_flag;
+    st->carried = call.announced && tree.parent < 0 && st->place.in_flag;
 }
 
 static nc_step progress(nc_op *op, void *state)

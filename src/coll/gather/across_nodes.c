@@ -1,4 +1,4 @@
-/* Gather(v) across nodes (seed 002's node-then-bridge shape): each node's blocks are
+/* Gather(v) across nodes (Zhou et al.'s node-then-bridge shape): each node's blocks are
  * collected at its leader (node-sorted), the other nodes' leaders send their node regions
  * over the bridge to the root's leader, and the root reads every block from its leader.
  *

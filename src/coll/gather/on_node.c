@@ -3,7 +3,7 @@
  * (the root publishes a span table over it), so the senders' copies run in parallel with
  * each other and with the root's copy of its own block.  The sender alone decides by its
  * own length; the root learns which way each block came from its publication.  Zero-size
- * senders are never contacted (seed 001). */
+ * senders are never contacted (Balaji et al.). */
 #include "../algorithms.h"
 #include "../move.h"
 #include "../steps.h"

@@ -1,7 +1,7 @@
 /* Neighbor_allgather(v): every rank sends one block, the same to each out-neighbour.  On the
  * node it publishes the block once (copied into its move area when small, else its buffer
  * stays readable by single copy) and each in-neighbour on the node reads it into every in-edge it feeds,
- * in seed 001's bins (neighbor.h); remote out-neighbours get it point to point. */
+ * in Balaji et al.'s bins (neighbor.h); remote out-neighbours get it point to point. */
 #include <string.h>
 
 #include "../algorithms.h"

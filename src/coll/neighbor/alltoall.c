@@ -4,7 +4,7 @@
  * it while room lasts (NODECOLL_MOVE_SLOT) and the others left in its buffer for single-copy
  * reads; each receiver reads, for each in-edge,
  * the entry of the out-edge that feeds it (nc_neighbors.in_match: known on a Cartesian grid,
- * found once per communicator in the sender's table for a graph), in seed 001's bins
+ * found once per communicator in the sender's table for a graph), in Balaji et al.'s bins
  * (neighbor.h).  Remote out-neighbours get their blocks point to point. */
 #include <string.h>
 

@@ -5,7 +5,7 @@
  *
  * On the node, a rank publishes once per call and each receiver reads its in-edges straight
  * from their senders, from the sender's slot (small blocks) or its buffer (single copy):
- * nothing is forwarded.  In seed 001's bins: an in-edge with nothing to receive is never
+ * nothing is forwarded.  In Balaji et al.'s bins: an in-edge with nothing to receive is never
  * looked at (no flag read, no wait), and of the senders that have published, the small
  * blocks are read before the large ones (a receiver waits only when none is ready, for the
  * first small one left).  Edges from myself are local copies.

@@ -26,7 +26,7 @@ nc_step nc_scan_chain_progress(nc_op *op, nc_scan_chain_step *st)
         st->off = nc_frag_first(&st->p, st->k) * st->p.elem;
         st->len = st->cnt * st->p.elem;
         NC_AWAIT(st, nc_slot_free(op, n, st->p.place, st->g));
-        st->mine = nc_slot_take(n, st->p.place, st->g, 0, 0);
+        st->mine = nc_slot_take(n, st->p.place, st->g, NULL);
         nc_copy_bytes(st->mine, st->send + st->off, st->len);
         if (n->rank > 0) {
             NC_AWAIT(st, nc_frag_published(op, n, st->p.place, n->rank - 1, st->g));

@@ -113,7 +113,7 @@ nc_step nc_node_forward_progress(nc_op *op, nc_node_forward_step *st)
         st->len = nc_frag_count(&st->p, st->k);
         if (n->rank == st->from) {
             NC_AWAIT(st, nc_slot_free(op, n, st->p.place, st->g));
-            nc_copy_bytes(nc_slot_take(n, st->p.place, st->g, 0, 0), st->src + st->off, st->len);
+            nc_copy_bytes(nc_slot_take(n, st->p.place, st->g, NULL), st->src + st->off, st->len);
             nc_frag_publish(n, st->p.place, st->g);
         } else if (n->rank == st->to) {
             NC_AWAIT(st, nc_frag_published(op, n, st->p.place, st->from, st->g));

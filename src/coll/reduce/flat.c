@@ -41,7 +41,7 @@ static nc_step progress(nc_op *op, void *state)
     nc_node *n = &op->c->node;
     NC_BEGIN(&st->head);
     if (call->deliver >= 0) {
-        nc_fanin_setup(&st->run.fanin, call, n->size - 1, call->deliver);
+        nc_fanin_setup(&st->run.fanin, call, NULL, n->size - 1, 0, call->deliver);
         NC_AWAIT_STEP(&st->head, nc_fanin_progress(op, &st->run.fanin));
     } else {
         f->lo = call->deliver == NC_DELIVER_OWN ? call->first[n->rank] : 0;
@@ -52,7 +52,7 @@ static nc_step progress(nc_op *op, void *state)
             f->first = nc_frag_first(&f->p, f->k);
             f->cnt = nc_frag_count(&f->p, f->k);
             NC_AWAIT(&st->head, nc_slot_free(op, n, f->p.place, f->g));
-            f->mine = nc_slot_take(n, f->p.place, f->g, 0, 0); /* my input from here on (in place) */
+            f->mine = nc_slot_take(n, f->p.place, f->g, NULL); /* my input from here on (in place) */
             nc_copy_bytes(f->mine, call->send + f->first * f->p.elem, f->cnt * f->p.elem);
             nc_frag_publish(n, f->p.place, f->g);
             f->from = f->first > f->lo ? f->first : f->lo;

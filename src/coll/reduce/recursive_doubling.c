@@ -1,7 +1,7 @@
-/* Recursive doubling (for comparison, seed 000 3.1): step s pairs rank r with r ^ 2^s; both
- * publish what they hold for fragment k, read the partner's and combine lower op higher, so
- * after log2 P steps every rank holds the whole fold of every block in rank order, computed
- * identically on both sides of each pair.  Fragment numbers g0 + k * steps + s.
+/* Recursive doubling (for comparison; Graham and Shipman, section 3.1): step s pairs rank r
+ * with r ^ 2^s; both publish what they hold for fragment k, read the partner's and combine
+ * lower op higher, so after log2 P steps every rank holds the whole fold of every block in
+ * rank order, computed identically on both sides of each pair.  Fragment numbers g0 + k * steps + s.
  * Reduce_scatter: an Allreduce into the node's vector scratch, of which each rank keeps its
  * block. */
 #include "reduce.h"
@@ -61,7 +61,7 @@ static nc_step progress(nc_op *op, void *state)
         for (st->s = 0; st->s < st->steps; st->s++) {
             st->g = st->g0 + st->k * (uint64_t)st->steps + (uint64_t)st->s;
             NC_AWAIT(&st->head, nc_slot_free(op, n, ring, st->g));
-            nc_copy_bytes(nc_slot_take(n, ring, st->g, 0, 0), call->recv + st->off, st->cnt * es);
+            nc_copy_bytes(nc_slot_take(n, ring, st->g, NULL), call->recv + st->off, st->cnt * es);
             nc_flag_post(&nc_node_ctl(n, n->rank)->pub, st->g + 1);
             NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, n->rank ^ (1 << st->s))->pub, st->g + 1));
             combine(st, n, n->rank ^ (1 << st->s));

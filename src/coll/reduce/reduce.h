@@ -167,26 +167,24 @@ void nc_scan_chain_setup(nc_scan_chain_step *st, const nc_args *a);
 nc_step nc_scan_chain_progress(nc_op *op, nc_scan_chain_step *st);
 
 /* ---- the fan-in tree (tree.c), also flat's fan-in to a root -------------------------------
- * Over contiguous rank ranges rooted at node rank 0: a parent folds its children's published
- * partial results and its own input into its own slot, pipelined in fragments; the result
- * goes to node rank `root`'s recv (call->deliver is not read). */
-typedef struct nc_range_node {
-    int lo, hi, parts;
-} nc_range_node;
-
+ * Over ranges of the node's topology groups (core/hier.h; NULL: contiguous rank ranges)
+ * rooted at node rank `top`: a parent folds its children's published partial results and its
+ * own input into its own slot, pipelined in fragments; the result goes to node rank `root`'s
+ * recv (copied from top's slot when root is not top; call->deliver is not read). */
 typedef struct nc_fanin {
     int pc;
     const nc_reduce_call *call;
-    int radix, root;
-    nc_range_node t;
-    int parent, top, top_direct, i;
+    const nc_hier *hier;
+    int radix, root, top_rank;
+    nc_tree_pos t;
+    int top, top_direct, i, child;
     nc_frag_plan p;
     uint64_t k, g;
     size_t cnt, off, len;
     char *acc;
 } nc_fanin;
 
-void nc_fanin_setup(nc_fanin *st, const nc_reduce_call *call, int radix, int root);
+void nc_fanin_setup(nc_fanin *st, const nc_reduce_call *call, const nc_hier *hier, int radix, int top, int root);
 nc_step nc_fanin_progress(nc_op *op, nc_fanin *st);
 
 #endif

@@ -85,11 +85,11 @@ static nc_step progress(nc_op *op, void *state)
             st->g = piece_frag(st, size, me, st->q);
             NC_AWAIT(&st->head, nc_slot_free(op, n, ring, st->g));
             round_span(st, size, st->q);
-            nc_copy_bytes(nc_slot_take(n, ring, st->g, 0, 0), call->send + st->lo * es, (st->hi - st->lo) * es);
+            nc_copy_bytes(nc_slot_take(n, ring, st->g, NULL), call->send + st->lo * es, (st->hi - st->lo) * es);
             nc_flag_post(my_pub, st->g + 1);
         }
         NC_AWAIT(&st->head, nc_slot_free(op, n, ring, result_frag(st, size)));
-        st->acc = nc_slot_take(n, ring, result_frag(st, size), 0, 0);
+        st->acc = nc_slot_take(n, ring, result_frag(st, size), NULL);
         round_span(st, size, me);
         for (st->q = size - 1; st->q >= 0; st->q--) {
             if (st->q == me) {

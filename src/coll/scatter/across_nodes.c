@@ -1,4 +1,4 @@
-/* Scatter(v) across nodes (seed 002's node-then-bridge shape).
+/* Scatter(v) across nodes (Zhou et al.'s node-then-bridge shape).
  *
  * Root's node: the root publishes a span for every rank (empty ones included, so its leader
  * learns every length); its node's members read their own span, and the leader reads every

@@ -1,7 +1,7 @@
 /* Scatter(v) on one node: the root publishes a span table over its send buffer (small
  * totals copied into its slot) and every receiver reads its own span straight from it, one
  * single-copy call each, so the copies run on all receivers at once.  Receivers of nothing
- * never contact the root (seed 001). */
+ * never contact the root (Balaji et al.). */
 #include "../algorithms.h"
 #include "../move.h"
 
