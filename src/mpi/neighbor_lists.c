@@ -29,14 +29,13 @@ static nc_neighbors *alloc_neighbors(int indegree, int outdegree)
     return nb;
 }
 
-/* A Cartesian grid: per dimension the neighbour below, then the one above, both ways. */
-static nc_neighbors *read_cartesian(MPI_Comm comm)
+/* A Cartesian grid (degree: twice its dimensions): per dimension the neighbour below, then the
+ * one above, both ways. */
+static nc_neighbors *read_cartesian(MPI_Comm comm, int degree)
 {
-    int ndims = 0;
-    PMPI_Cartdim_get(comm, &ndims);
-    nc_neighbors *nb = alloc_neighbors(2 * ndims, 2 * ndims);
+    nc_neighbors *nb = alloc_neighbors(degree, degree);
     nb->cartesian = 1;
-    for (int d = 0; d < ndims; d++) {
+    for (int d = 0; d < degree / 2; d++) {
         int below, above;
         PMPI_Cart_shift(comm, d, 1, &below, &above);
         nb->in[2 * d] = nb->out[2 * d] = rank_or_none(below);
@@ -46,10 +45,8 @@ static nc_neighbors *read_cartesian(MPI_Comm comm)
 }
 
 /* MPI_Graph_create: my neighbours are both my sources and my destinations. */
-static nc_neighbors *read_graph(MPI_Comm comm, int rank)
+static nc_neighbors *read_graph(MPI_Comm comm, int rank, int n)
 {
-    int n = 0;
-    PMPI_Graph_neighbors_count(comm, rank, &n);
     nc_neighbors *nb = alloc_neighbors(n, n);
     if (n) PMPI_Graph_neighbors(comm, rank, n, nb->in);
     if (n) memcpy(nb->out, nb->in, sizeof(int) * (size_t)n);
@@ -58,10 +55,8 @@ static nc_neighbors *read_graph(MPI_Comm comm, int rank)
 
 /* MPI_Dist_graph_create(_adjacent): weights, if any, are read (the host wants room for them)
  * and ignored. */
-static nc_neighbors *read_dist_graph(MPI_Comm comm)
+static nc_neighbors *read_dist_graph(MPI_Comm comm, int indegree, int outdegree, int weighted)
 {
-    int indegree = 0, outdegree = 0, weighted = 0;
-    PMPI_Dist_graph_neighbors_count(comm, &indegree, &outdegree, &weighted);
     nc_neighbors *nb = alloc_neighbors(indegree, outdegree);
     int *weights = weighted ? nc_alloc_or_die(sizeof(int) * (size_t)(indegree + outdegree + 1)) : NULL;
     PMPI_Dist_graph_neighbors(comm, indegree, nb->in, weighted ? weights : MPI_UNWEIGHTED, outdegree, nb->out,
@@ -103,13 +98,35 @@ static void derive(nc_neighbors *nb, int me, int *last)
     }
 }
 
+int nc_mpi_neighbor_degrees(MPI_Comm comm, int *indegree, int *outdegree, int *weighted)
+{
+    int kind = MPI_UNDEFINED, n = 0, rank = 0, w = 0;
+    *indegree = *outdegree = 0;
+    if (PMPI_Topo_test(comm, &kind) != MPI_SUCCESS) kind = MPI_UNDEFINED;
+    if (kind == MPI_CART) {
+        PMPI_Cartdim_get(comm, &n);
+        *indegree = *outdegree = 2 * n;
+    } else if (kind == MPI_GRAPH) {
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Graph_neighbors_count(comm, rank, &n);
+        *indegree = *outdegree = n;
+    } else if (kind == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(comm, indegree, outdegree, &w);
+    } else {
+        kind = MPI_UNDEFINED;
+    }
+    if (weighted) *weighted = w;
+    return kind;
+}
+
 void nc_mpi_neighbor_lists_read(nc_comm *c, MPI_Comm comm)
 {
-    int kind = MPI_UNDEFINED;
-    PMPI_Topo_test(comm, &kind);
-    if (kind != MPI_CART && kind != MPI_GRAPH && kind != MPI_DIST_GRAPH) return; /* (every rank alike) */
-    nc_neighbors *nb = kind == MPI_CART ? read_cartesian(comm) : kind == MPI_GRAPH ? read_graph(comm, c->rank)
-                                                                                 : read_dist_graph(comm);
+    int in, out, weighted;
+    int kind = nc_mpi_neighbor_degrees(comm, &in, &out, &weighted);
+    if (kind == MPI_UNDEFINED) return; /* (every rank alike) */
+    nc_neighbors *nb = kind == MPI_CART    ? read_cartesian(comm, in)
+                       : kind == MPI_GRAPH ? read_graph(comm, c->rank, in)
+                                           : read_dist_graph(comm, in, out, weighted);
     int *last = nc_calloc_or_die((size_t)c->size, sizeof(int));
     derive(nb, c->rank, last);
     free(last);

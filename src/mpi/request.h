@@ -112,6 +112,7 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
 /* The neighbourhood collectives' persistent forms, which a host may lack while it has the
  * others (found at build time apart): NC_NEIGHBOR_COUNT_FORMS makes them where it has them. */
 #if defined(NC_PERSISTENT_COLLECTIVES) && defined(NODECOLL_HAVE_NEIGHBOR_PERSISTENT)
+#define NC_NEIGHBOR_PERSISTENT_COLLECTIVES 1
 #define NC_NEIGHBOR_PERSISTENT_FORM NC_PERSISTENT_FORM
 #else
 #define NC_NEIGHBOR_PERSISTENT_FORM NC_NO_PERSISTENT_FORM
