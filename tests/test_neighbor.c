@@ -17,6 +17,10 @@
  * random per edge (zero, small, past the slot), displacements leave gaps and run backwards,
  * datatypes mix MPI_INT with derived types of the same signature; receive buffers start with
  * a marker and must match the oracle's byte for byte, gaps and MPI_PROC_NULL blocks included.
+ * Where the host has MPI-4's large-count forms (MPICH 4), every call runs in those too
+ * (MPI_Neighbor_*_c, MPI_Ineighbor_*_c, MPI_Neighbor_*_init_c: MPI_Count counts, MPI_Aint
+ * displacements), against the same oracle, and the host's PMPI_Neighbor_*_c where it is right.
+ * On more than one rank nodecoll's counters must show that it served every call of every form.
  * Also: a communicator without a topology gives the host's error class.
  *
  * Argument: number of random topologies per kind (default 2). */
@@ -29,8 +33,13 @@ static const char *kind_names[] = {"cartesian", "graph", "dist-graph-adjacent", 
 enum { C_ALLGATHER, C_ALLGATHERV, C_ALLTOALL, C_ALLTOALLV, C_ALLTOALLW, C_COLLS };
 static const char *coll_names[] = {"neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall",
                                    "neighbor_alltoallv", "neighbor_alltoallw"};
-enum { F_BLOCKING, F_NONBLOCKING, F_PERSISTENT, F_FORMS };
-static const char *form_names[] = {"blocking", "nonblocking", "persistent"};
+/* Each form in the classic calls, then in the large-count ones (form + F_LARGE). */
+enum { F_BLOCKING, F_NONBLOCKING, F_PERSISTENT, F_LARGE, F_FORMS = 2 * F_LARGE };
+static const char *form_names[] = {"blocking", "nonblocking", "persistent", "blocking _c", "nonblocking _c",
+                                   "persistent _c"};
+#if MPI_VERSION >= 4
+#define T_LARGE_COUNT 1 /* (MPI-4's _c forms) */
+#endif
 
 #define T_OK(call)                                                                            \
     do {                                                                                      \
@@ -242,6 +251,8 @@ static int edge_units(uint64_t seed, int s, int r, int tag)
 typedef struct vec {
     int n;
     int *counts, *displs;  /* displs in the type's extents (v-forms) */
+    MPI_Count *ccounts;    /* the same for the _c forms */
+    MPI_Aint *adispls;
     MPI_Aint *bytes;       /* byte offsets (w-form, and for the oracle) */
     MPI_Datatype *types;
     size_t size;           /* buffer bytes */
@@ -258,6 +269,8 @@ static vec make_vec(int n, const int *units, int u, uint64_t *rng, int per_block
     v.counts = malloc(sizeof(int) * m);
     v.displs = malloc(sizeof(int) * m);
     v.bytes = malloc(sizeof(MPI_Aint) * m);
+    v.ccounts = malloc(sizeof(MPI_Count) * m);
+    v.adispls = malloc(sizeof(MPI_Aint) * m);
     v.types = malloc(sizeof(MPI_Datatype) * m);
     int one = pick(rng, T_TYPES), backwards = !uniform && pick(rng, 3) == 0;
     MPI_Aint at = uniform ? 0 : (MPI_Aint)pick(rng, 3) * 16, lb, extent;
@@ -276,6 +289,10 @@ static vec make_vec(int n, const int *units, int u, uint64_t *rng, int per_block
         v.displs[b] = (int)(at / extent);
         at += (MPI_Aint)v.counts[b] * extent + (uniform ? 0 : (MPI_Aint)pick(rng, 3) * extent);
     }
+    for (int i = 0; i < (n > 0 ? n : 1); i++) {
+        v.ccounts[i] = v.counts[i];
+        v.adispls[i] = v.displs[i];
+    }
     v.size = (size_t)at + 64;
     return v;
 }
@@ -285,6 +302,8 @@ static void free_vec(vec *v)
     free(v->counts);
     free(v->displs);
     free(v->bytes);
+    free(v->ccounts);
+    free(v->adispls);
     free(v->types);
 }
 
@@ -305,32 +324,87 @@ static int is_alltoall(int coll) { return coll >= C_ALLTOALL; }
 #define A_ALLTOALL c->sbuf, s->counts[0], s->types[0], rbuf, r->counts[0], r->types[0], comm
 #define A_ALLTOALLV c->sbuf, s->counts, s->displs, s->types[0], rbuf, r->counts, r->displs, r->types[0], comm
 #define A_ALLTOALLW c->sbuf, s->counts, s->bytes, s->types, rbuf, r->counts, r->bytes, r->types, comm
+/* (and in the _c forms) */
+#define A_ALLGATHER_C \
+    c->sbuf + s->bytes[0], s->ccounts[0], s->types[0], rbuf, r->ccounts[0], r->types[0], comm
+#define A_ALLGATHERV_C \
+    c->sbuf + s->bytes[0], s->ccounts[0], s->types[0], rbuf, r->ccounts, r->adispls, r->types[0], comm
+#define A_ALLTOALL_C c->sbuf, s->ccounts[0], s->types[0], rbuf, r->ccounts[0], r->types[0], comm
+#define A_ALLTOALLV_C c->sbuf, s->ccounts, s->adispls, s->types[0], rbuf, r->ccounts, r->adispls, r->types[0], comm
+#define A_ALLTOALLW_C c->sbuf, s->ccounts, s->bytes, s->types, rbuf, r->ccounts, r->bytes, r->types, comm
 #ifdef T_PERSISTENT
-#define T_FORMS F_FORMS
 #define CALL_INIT(Name, ...) T_INIT(Name)(__VA_ARGS__, MPI_INFO_NULL, req)
 #else
-#define T_FORMS F_PERSISTENT
 #define CALL_INIT(Name, ...) MPI_ERR_OTHER
 #endif
-#define CASE(C, Name, IName, ...)                                                     \
-    case C:                                                                          \
-        if (f == F_BLOCKING) return (api ? MPI_##Name : PMPI_##Name)(__VA_ARGS__);   \
-        if (f == F_NONBLOCKING) return MPI_##IName(__VA_ARGS__, req);                \
-        return CALL_INIT(Name, __VA_ARGS__);
+/* A call in `form` (blocking: MPI_<BName>, or the host's PMPI_<BName> where api is 0). */
+#define CALLS(init, Name, BName, IName, ...)                                          \
+    if (form == F_BLOCKING) return (api ? MPI_##BName : PMPI_##BName)(__VA_ARGS__); \
+    if (form == F_NONBLOCKING) return MPI_##IName(__VA_ARGS__, req);                \
+    return init(Name, __VA_ARGS__);
+#ifdef T_LARGE_COUNT
+#define CALL_INIT_C(Name, ...) MPI_##Name##_init_c(__VA_ARGS__, MPI_INFO_NULL, req)
+#define LARGE_CALLS(Name, IName, ...) \
+    if (large) {                      \
+        CALLS(CALL_INIT_C, Name, Name##_c, IName##_c, __VA_ARGS__) \
+    }
+#else
+#define LARGE_CALLS(Name, IName, ...) \
+    if (large) return MPI_ERR_OTHER;
+#endif
+#define CASE(C, Name, IName, A, A_C)    \
+    case C:                             \
+        LARGE_CALLS(Name, IName, A_C)   \
+        CALLS(CALL_INIT, Name, Name, IName, A)
 
-/* The call through nodecoll (api 1; any form f) or the host (api 0; blocking). */
+/* Whether this MPI has form f. */
+static int has_form(int f)
+{
+#ifndef T_PERSISTENT
+    if (f % F_LARGE == F_PERSISTENT) return 0;
+#endif
+#ifndef T_LARGE_COUNT
+    if (f >= F_LARGE) return 0;
+#endif
+    return 1;
+}
+
+/* The call through nodecoll (api 1; any form f) or the host (api 0; blocking, classic or _c). */
 static int run(const call *c, int api, int f, char *rbuf, MPI_Request *req)
 {
     const vec *s = &c->send, *r = &c->recv;
     MPI_Comm comm = c->t->comm;
+    int form = f % F_LARGE, large = f >= F_LARGE;
     switch (c->coll) {
-    CASE(C_ALLGATHER, Neighbor_allgather, Ineighbor_allgather, A_ALLGATHER)
-    CASE(C_ALLGATHERV, Neighbor_allgatherv, Ineighbor_allgatherv, A_ALLGATHERV)
-    CASE(C_ALLTOALL, Neighbor_alltoall, Ineighbor_alltoall, A_ALLTOALL)
-    CASE(C_ALLTOALLV, Neighbor_alltoallv, Ineighbor_alltoallv, A_ALLTOALLV)
-    CASE(C_ALLTOALLW, Neighbor_alltoallw, Ineighbor_alltoallw, A_ALLTOALLW)
+    CASE(C_ALLGATHER, Neighbor_allgather, Ineighbor_allgather, A_ALLGATHER, A_ALLGATHER_C)
+    CASE(C_ALLGATHERV, Neighbor_allgatherv, Ineighbor_allgatherv, A_ALLGATHERV, A_ALLGATHERV_C)
+    CASE(C_ALLTOALL, Neighbor_alltoall, Ineighbor_alltoall, A_ALLTOALL, A_ALLTOALL_C)
+    CASE(C_ALLTOALLV, Neighbor_alltoallv, Ineighbor_alltoallv, A_ALLTOALLV, A_ALLTOALLV_C)
+    CASE(C_ALLTOALLW, Neighbor_alltoallw, Ineighbor_alltoallw, A_ALLTOALLW, A_ALLTOALLW_C)
     default: return MPI_ERR_OTHER;
     }
+}
+
+/* nodecoll's counters of c's collective: its calls (across nodes under each step they took)
+ * and those it handed to the host. */
+static void counts_of(const call *c, uint64_t counts[2])
+{
+    counts[0] = nodecoll_stat_calls(coll_names[c->coll], "*");
+    counts[1] = nodecoll_stat_calls(coll_names[c->coll], "pmpi:*");
+}
+
+/* On more than one rank, since `before` nodecoll served c in form f (a persistent call is
+ * counted when started): counted, and not handed to the host. */
+static void check_served(const call *c, int f, const uint64_t before[2], int seed)
+{
+    uint64_t now[2];
+    counts_of(c, now);
+    if (t_size > 1 && !getenv("NODECOLL_CMA"))
+        T_CHECK(now[0] > before[0] && now[1] == before[1],
+                "%s %s on a %s topology (seed %d): not served by nodecoll (calls %llu -> %llu, to the host %llu -> "
+                "%llu)", form_names[f], coll_names[c->coll], kind_names[c->t->kind], seed,
+                (unsigned long long)before[0], (unsigned long long)now[0], (unsigned long long)before[1],
+                (unsigned long long)now[1]);
 }
 
 /* MPI's definition, through the host's point to point (every edge a message, zero-size ones
@@ -441,19 +515,26 @@ static void run_topo(const topo *t, int seed)
             T_OK(run(&c, 0, F_BLOCKING, want, NULL));
         } else {
             oracle(&c, want);
-            if (host_is_right(t, coll)) { /* the host must agree with the oracle where it is right */
-                T_OK(run(&c, 0, F_BLOCKING, got, NULL));
-                check_same(&c, got, want, "the host", "blocking", seed);
+            /* the host must agree with the oracle where it is right, classic and _c */
+            for (int f = F_BLOCKING; f < F_FORMS && host_is_right(t, coll); f += F_LARGE) {
+                if (!has_form(f)) continue;
+                memset(got, MARKER, c.recv.size);
+                T_OK(run(&c, 0, f, got, NULL));
+                check_same(&c, got, want, "the host", form_names[f], seed);
             }
         }
-        for (int f = 0; f < T_FORMS; f++) {
+        for (int f = 0; f < F_FORMS; f++) {
             MPI_Request req;
+            uint64_t before[2];
+            if (!has_form(f)) continue;
             memset(got, MARKER, c.recv.size);
+            counts_of(&c, before);
             T_OK(run(&c, 1, f, got, &req));
-            if (f == F_PERSISTENT) T_OK(MPI_Start(&req));
-            if (f != F_BLOCKING) T_OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+            if (f % F_LARGE == F_PERSISTENT) T_OK(MPI_Start(&req));
+            if (f % F_LARGE != F_BLOCKING) T_OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+            check_served(&c, f, before, seed);
             check_same(&c, got, want, "nodecoll", form_names[f], seed);
-            if (f != F_PERSISTENT) continue;
+            if (f % F_LARGE != F_PERSISTENT) continue;
             /* A second start, with new data. */
             fill_send(&c, (uint64_t)seed * 977);
             memset(want, MARKER, c.recv.size);
@@ -463,7 +544,7 @@ static void run_topo(const topo *t, int seed)
             T_OK(MPI_Start(&req));
             T_OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
             check_same(&c, got, want, "nodecoll", "persistent (second start)", seed);
-            T_OK(MPI_Request_free(&req));
+            T_OK(MPI_Request_free(&req)); /* (the forms after it have the new data and result) */
         }
     next:
         free(want);
