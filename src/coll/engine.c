@@ -40,13 +40,11 @@ int nc_engine_outstanding(void) { return atomic_load_explicit(&outstanding, memo
  * thread): only then do queues take their locks and counters locked updates.  Otherwise one
  * thread at a time calls nodecoll (MPI orders the calls of the other thread levels), and a
  * small nonblocking call spent a fifth of its time on locked instructions it did not need. */
-static _Atomic int queues_shared;
+_Atomic int nc_engine_sharing;
 
-void nc_engine_share_queues(void) { atomic_store_explicit(&queues_shared, 1, memory_order_seq_cst); }
+void nc_engine_share_queues(void) { atomic_store_explicit(&nc_engine_sharing, 1, memory_order_seq_cst); }
 
-static int sharing(void) { return atomic_load_explicit(&queues_shared, memory_order_relaxed); }
-
-int nc_engine_queues_shared(void) { return sharing(); }
+static int sharing(void) { return nc_engine_queues_shared(); }
 
 int nc_engine_lock(pthread_mutex_t *m)
 {
@@ -58,14 +56,6 @@ int nc_engine_lock(pthread_mutex_t *m)
 void nc_engine_unlock(pthread_mutex_t *m, int locked)
 {
     if (locked) pthread_mutex_unlock(m);
-}
-
-static int count_add(_Atomic int *counter, int by, memory_order order)
-{
-    if (sharing()) return atomic_fetch_add_explicit(counter, by, order);
-    int before = atomic_load_explicit(counter, memory_order_relaxed);
-    atomic_store_explicit(counter, before + by, order);
-    return before;
 }
 
 void nc_op_init(nc_op *op, nc_comm *c, const nc_algorithm *alg, const nc_args *args, int blocking)
@@ -109,17 +99,25 @@ static void complete(nc_op *op)
     atomic_store_explicit(&op->done, 1, memory_order_release);
 }
 
+/* Whether op's last step named a flag that has not reached its value yet: progressing it
+ * again could only find the same (as a blocking run waits for it before going on), and a
+ * start followed by a wait re-entered a small Allreduce's three nested steps for nothing. */
+static int still_waiting(const nc_op *op)
+{
+    return op->wait.flag && nc_flag_read(op->wait.flag) < op->wait.value;
+}
+
 /* Progresses c's queue from its head until an operation would wait (c locked); the number
  * of operations completed. */
 static int progress_queue(nc_comm *c)
 {
     int completed = 0;
     for (nc_op *op; (op = c->queue_head);) {
-        if (op->alg->progress(op, op->state) == NC_PENDING) break;
+        if (still_waiting(op) || op->alg->progress(op, op->state) == NC_PENDING) break;
         c->queue_head = op->next;
         if (!c->queue_head) c->queue_tail = NULL;
-        count_add(&c->queued, -1, memory_order_release);
-        if (!op->blocking) count_add(&outstanding, -1, memory_order_relaxed);
+        nc_engine_count_add(&c->queued, -1, memory_order_release);
+        if (!op->blocking) nc_engine_count_add(&outstanding, -1, memory_order_relaxed);
         complete(op);
         completed++;
     }
@@ -145,8 +143,8 @@ static void enqueue(nc_op *op)
     else c->queue_head = op;
     c->queue_tail = op;
     op->next = NULL;
-    count_add(&c->queued, 1, memory_order_relaxed);
-    if (!op->blocking && !count_add(&outstanding, 1, memory_order_release) && atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
+    nc_engine_count_add(&c->queued, 1, memory_order_relaxed);
+    if (!op->blocking && !nc_engine_count_add(&outstanding, 1, memory_order_release) && atomic_load_explicit(&progress_thread_on, memory_order_relaxed)) {
         pthread_mutex_lock(&wake_lock);
         pthread_cond_signal(&wake);
         pthread_mutex_unlock(&wake_lock);

@@ -209,10 +209,28 @@ int nc_engine_progress(void);
 void nc_engine_share_queues(void);
 /* Whether they are (a hand-over between the engine and the application may then be
  * concurrent). */
-int nc_engine_queues_shared(void);
+extern _Atomic int nc_engine_sharing;
+static inline int nc_engine_queues_shared(void) { return atomic_load_explicit(&nc_engine_sharing, memory_order_relaxed); }
 /* Locks m only where threads share the engine; the result goes to nc_engine_unlock. */
 int nc_engine_lock(pthread_mutex_t *m);
 void nc_engine_unlock(pthread_mutex_t *m, int locked);
+/* Adds `by` to a counter the engine's users share (locked only where threads share the
+ * engine: each locked instruction cost a small nonblocking call a few ns); its value before. */
+static inline int nc_engine_count_add(_Atomic int *counter, int by, memory_order order)
+{
+    if (nc_engine_queues_shared()) return atomic_fetch_add_explicit(counter, by, order);
+    int before = atomic_load_explicit(counter, memory_order_relaxed);
+    atomic_store_explicit(counter, before + by, order == memory_order_acq_rel ? memory_order_release : order);
+    return before;
+}
+/* Sets a flag to `value`; its value before (locked only where threads share the engine). */
+static inline int nc_engine_flag_swap(_Atomic int *flag, int value, memory_order order)
+{
+    if (nc_engine_queues_shared()) return atomic_exchange_explicit(flag, value, order);
+    int before = atomic_load_explicit(flag, memory_order_relaxed);
+    atomic_store_explicit(flag, value, order == memory_order_acq_rel ? memory_order_release : order);
+    return before;
+}
 /* (nc_engine_outstanding, above: nonblocking operations started and not yet completed in
  * the whole process; a relaxed load.) */
 

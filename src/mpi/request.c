@@ -51,13 +51,13 @@ int nc_mpi_request_is_nodecoll(MPI_Request handle) { return any_live() && find(h
 static void link_live(nc_mpi_request *r)
 {
     atomic_store_explicit(&r->live, 1, memory_order_release);
-    atomic_fetch_add_explicit(&live_count, 1, memory_order_release);
+    nc_engine_count_add(&live_count, 1, memory_order_release);
 }
 
 static void unlink_live(nc_mpi_request *r)
 {
-    if (!atomic_exchange_explicit(&r->live, 0, memory_order_acq_rel)) return;
-    atomic_fetch_sub_explicit(&live_count, 1, memory_order_release);
+    if (!nc_engine_flag_swap(&r->live, 0, memory_order_acq_rel)) return;
+    nc_engine_count_add(&live_count, -1, memory_order_release);
 }
 
 /* Starts the progress thread on the first request when the settings ask for it. */
@@ -79,29 +79,27 @@ static pthread_mutex_t spares_lock = PTHREAD_MUTEX_INITIALIZER;
 static nc_mpi_request *spares;
 
 /* Clears a reused object as calloc did, except what every use sets before reading: the
- * operation's state (planned), the datatype cursors at the end of the calls (positioned by
- * the datatype engine), and the index link and handle (a lock-free find may be reading them).
- * (Clearing all 2.7 KiB cost a small nonblocking call about as much as its operation.) */
-static void clear_request(nc_mpi_request *r)
+ * operation's state (planned), the part of the call its form does not use and the datatype
+ * cursors at the end of the calls (positioned by the datatype engine), and the index link
+ * and handle (a lock-free find may be reading them).  (Clearing all 2.7 KiB cost a small
+ * nonblocking call about as much as its operation.) */
+static void clear_request(nc_mpi_request *r, const nc_mpi_call_form *form)
 {
-    size_t call_head = offsetof(nc_mpi_bcast_call, cursor);
-    if (offsetof(nc_mpi_move_call, cursor) > call_head) call_head = offsetof(nc_mpi_move_call, cursor);
-    if (sizeof(nc_mpi_reduce_call) > call_head) call_head = sizeof(nc_mpi_reduce_call);
     memset(r, 0, offsetof(nc_mpi_request, op.state));
     memset(&r->args, 0, offsetof(nc_mpi_request, call) - offsetof(nc_mpi_request, args));
-    memset(&r->call, 0, call_head);
+    memset(&r->call, 0, form->call_head);
     memset(&r->next_deferred, 0, offsetof(nc_mpi_request, index_next) - offsetof(nc_mpi_request, next_deferred));
 }
 
 /* A cleared request object with a handle, or NULL. */
-static nc_mpi_request *take_request(void)
+static nc_mpi_request *take_request(const nc_mpi_call_form *form)
 {
     int locked = nc_engine_lock(&spares_lock); /* (else one thread at a time is here) */
     nc_mpi_request *r = spares;
     if (r) spares = r->next_spare;
     nc_engine_unlock(&spares_lock, locked);
     if (r) {
-        clear_request(r);
+        clear_request(r, form);
         return r;
     }
     r = calloc(1, sizeof *r);
@@ -139,7 +137,7 @@ nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_c
     nc_mpi_release_freed();
     share_queues_if_threads_may();
     start_progress_thread(&s->coll.cfg);
-    nc_mpi_request *r = take_request();
+    nc_mpi_request *r = take_request(form);
     if (!r) return NULL;
     r->s = s;
     nc_mpi_comm_hold(s);
@@ -188,10 +186,7 @@ static int deliver(nc_mpi_request *r)
  * another thread may be the first: a small request paid for it at every completion). */
 static int second_to_detach(nc_mpi_request *r)
 {
-    if (nc_engine_queues_shared()) return atomic_exchange_explicit(&r->detached, 1, memory_order_acq_rel);
-    int before = atomic_load_explicit(&r->detached, memory_order_relaxed);
-    atomic_store_explicit(&r->detached, 1, memory_order_relaxed);
-    return before;
+    return nc_engine_flag_swap(&r->detached, 1, memory_order_acq_rel);
 }
 
 static void release_detached(nc_mpi_request *r)

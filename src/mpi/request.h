@@ -145,6 +145,8 @@ typedef struct nc_mpi_call_form {
     void (*begin)(nc_mpi_request *r);
     int (*deliver)(nc_mpi_request *r);
     void (*release)(nc_mpi_request *r);
+    size_t call_head; /* bytes of the request's `call` a reused request has cleared (its
+                       * datatype cursor, positioned before any use, excepted) */
 } nc_mpi_call_form;
 
 /* Per collective: where its buffers' descriptions live while the operation runs. */

@@ -455,11 +455,11 @@ static nc_mpi_comm *create(MPI_Comm comm)
     return s;
 }
 
-void nc_mpi_comm_hold(nc_mpi_comm *s) { atomic_fetch_add_explicit(&s->holds, 1, memory_order_relaxed); }
+void nc_mpi_comm_hold(nc_mpi_comm *s) { nc_engine_count_add(&s->holds, 1, memory_order_relaxed); }
 
 void nc_mpi_comm_drop(nc_mpi_comm *s)
 {
-    if (atomic_fetch_sub_explicit(&s->holds, 1, memory_order_acq_rel) != 1) return;
+    if (nc_engine_count_add(&s->holds, -1, memory_order_acq_rel) != 1) return;
     nc_comm_drain(&s->coll); /* (a persistent request started after MPI_Comm_free listed it again) */
     release_resources(s);
     free(s->scratch);

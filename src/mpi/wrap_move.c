@@ -503,7 +503,8 @@ static void move_release(nc_mpi_move_call *m, MPI_Comm comm)
 static void move_request_begin(nc_mpi_request *r) { move_begin(&r->call.move, MPI_COMM_SELF); }
 static int move_request_deliver(nc_mpi_request *r) { return move_deliver(&r->call.move, MPI_COMM_SELF); }
 static void move_request_release(nc_mpi_request *r) { move_release(&r->call.move, MPI_COMM_SELF); }
-static const nc_mpi_call_form move_form = {move_request_begin, move_request_deliver, move_request_release};
+static const nc_mpi_call_form move_form = {move_request_begin, move_request_deliver, move_request_release,
+                                             offsetof(nc_mpi_move_call, cursor)};
 
 /* The call whose arguments `described->a` holds (the caller's: a blocking call runs in it),
  * in form f: run by nodecoll (blocking: to completion; else issued as a request, which

@@ -626,7 +626,8 @@ static void reduce_request_release(nc_mpi_request *r)
     nc_mpi_release_type(&b->held_type);
     if (b->held_op != MPI_OP_NULL) PMPI_Op_free(&b->held_op);
 }
-static const nc_mpi_call_form reduce_form = {reduce_request_begin, reduce_request_deliver, reduce_request_release};
+static const nc_mpi_call_form reduce_form = {reduce_request_begin, reduce_request_deliver, reduce_request_release,
+                                               sizeof(nc_mpi_reduce_call)};
 
 /* The request of a nonblocking or persistent call (NULL for a blocking one, or when none
  * can be made: the host then serves the call), and in *b where the call keeps what it

@@ -12,7 +12,7 @@
 
 #define NC_EXPORT __attribute__((visibility("default")))
 
-static const nc_mpi_call_form no_delivery = {NULL, NULL, NULL};
+static const nc_mpi_call_form no_delivery = {NULL, NULL, NULL, 0};
 
 NC_FORM_INLINE int barrier_call(MPI_Comm comm, const nc_call_form_args *f)
 {
@@ -75,7 +75,8 @@ static void bcast_request_release(nc_mpi_request *r)
     bcast_release(&r->call.bcast, MPI_COMM_SELF);
     nc_mpi_release_type(&r->call.bcast.held_type);
 }
-static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release};
+static const nc_mpi_call_form bcast_form = {bcast_request_begin, bcast_request_deliver, bcast_request_release,
+                                              offsetof(nc_mpi_bcast_call, cursor)};
 
 /* (MPI_Bcast_c's count is an MPI_Count; the int form's is widened) */
 NC_FORM_INLINE int bcast_call(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
