@@ -1,7 +1,8 @@
 ! nodecoll's Fortran entry points as a Fortran program meets them: this program is built with
 ! the host MPI's own Fortran wrapper (it does not link nodecoll) and runs with nodecoll
 ! preloaded.  Every accelerated collective in each form (blocking, MPI_IN_PLACE, a derived
-! datatype with gaps, nonblocking, persistent), completed by every completion call in turn;
+! datatype with gaps, nonblocking, persistent; the neighbourhood collectives on a distributed
+! graph and a Cartesian ring), completed by every completion call in turn;
 ! the results are checked against exact arithmetic, and nodecoll's counters (looked up in the
 ! preloaded library) must show that nodecoll served each call.  Besides: Allreduce on the
 ! Fortran datatypes, MPI_BOTTOM, the point-to-point calls that progress nodecoll, errors in
@@ -65,10 +66,15 @@ module nc_ftest
 
   ! nodecoll's counters, looked up in the preloaded library
 #include "nodecoll_counters.inc"
-  character(len=20), parameter :: colls(17) = [character(len=20) :: 'barrier', 'bcast', 'gather', 'gatherv', &
+  character(len=20), parameter :: colls(22) = [character(len=20) :: 'barrier', 'bcast', 'gather', 'gatherv', &
     'scatter', 'scatterv', 'allgather', 'allgatherv', 'alltoall', 'alltoallv', 'alltoallw', 'reduce', &
-    'allreduce', 'reduce_scatter', 'reduce_scatter_block', 'scan', 'exscan']
-  integer(c_int64_t) :: seen_total(17) = 0, seen_fallback(17) = 0
+    'allreduce', 'reduce_scatter', 'reduce_scatter_block', 'scan', 'exscan', 'neighbor_allgather', &
+    'neighbor_allgatherv', 'neighbor_alltoall', 'neighbor_alltoallv', 'neighbor_alltoallw']
+  integer(c_int64_t) :: seen_total(22) = 0, seen_fallback(22) = 0
+  ! neighbourhoods: a distributed graph with an edge from s to r wherever s <= r (in-degree
+  ! rank + 1, out-degree np - rank, a self-loop each), and from 3 ranks on a periodic ring
+  ! (a 1-D Cartesian grid)
+  HANDLE(MPI_Comm) :: gcomm, ccomm
   logical :: host_only = .false. ! (NODECOLL_TEST_HOST_ONLY=1: without nodecoll, checks the checks)
 
 contains
@@ -539,6 +545,152 @@ contains
     call ok(coll)
     call check_ints(rb, want, coll//' '//form_names(form))
     call served(coll, form)
+  end subroutine
+
+  ! ---- neighbourhood collectives ---------------------------------------------------------------
+  subroutine make_neighborhoods()
+    integer :: sources(np), dests(np), k, dims(1)
+    logical :: periods(1)
+    do k = 0, me
+      sources(k + 1) = k
+    end do
+    do k = me, np - 1
+      dests(k - me + 1) = k
+    end do
+    call MPI_Dist_graph_create_adjacent(comm, me + 1, sources, MPI_UNWEIGHTED, np - me, dests, MPI_UNWEIGHTED, &
+                                        MPI_INFO_NULL, .false., gcomm, ierr)
+    call ok('MPI_DIST_GRAPH_CREATE_ADJACENT')
+    ! (nodecoll sets a communicator up in its first blocking collective)
+    call MPI_Barrier(gcomm, ierr)
+    if (np < 3) return
+    dims(1) = np
+    periods(1) = .true.
+    call MPI_Cart_create(comm, 1, dims, periods, .false., ccomm, ierr)
+    call ok('MPI_CART_CREATE')
+    call MPI_Barrier(ccomm, ierr)
+  end subroutine
+
+  ! Rank s's block for its out-edge j (the gathers send one block: j = 0).
+  integer function neighbor_count(which, form, base, s, j)
+    character(*), intent(in) :: which
+    integer, intent(in) :: form, base, s, j
+    select case (which)
+    case ('neighbor_allgatherv')
+      neighbor_count = mod(s + form, 3)*base
+    case ('neighbor_alltoallv', 'neighbor_alltoallw')
+      neighbor_count = mod(s + 2*j + form, 3)*base
+    case default
+      neighbor_count = base
+    end select
+  end function
+
+  ! Each neighbourhood collective on the graph or the ring (blocking, nonblocking, persistent;
+  ! derived: received into gtype, Neighbor_alltoallw's every other in-edge): out-block j of
+  ! rank s holds val(s, j*100000 + i); in-edge k comes from src(k)'s out-edge feed(k) (the
+  ! graph: the one edge between them; the ring: below sends up, MPI's rule for Cartesian
+  ! grids), in the receive buffer at displacements with a gap before each block.
+  subroutine t_neighbor(form, which)
+    integer, intent(in) :: form
+    character(*), intent(in) :: which
+    logical :: cart, gather, vec, w, rg(0:np)
+    integer :: base, k, j, nin, nout, sunits, runits, n
+    integer :: src(0:np), feed(0:np), sc(0:np), sd(0:np), rc(0:np), rd(0:np), rcv(0:np), rdv(0:np)
+    integer(kind=MPI_ADDRESS_KIND) :: sdb(0:np), rdb(0:np)
+    integer, allocatable :: sb(:), rb(:), want(:)
+    HANDLE(MPI_Datatype) :: st(0:np), rt(0:np), t
+    HANDLE(MPI_Comm) :: nc
+    HANDLE(MPI_Request) :: req
+    if (form == F_INPLACE .or. host_bug(which, form)) return ! (MPI has no MPI_IN_PLACE for them)
+    cart = np >= 3 .and. mod(form + len(which), 2) == 0
+    gather = index(which, 'gather') > 0
+    w = which == 'neighbor_alltoallw'
+    vec = w .or. which == 'neighbor_alltoallv' .or. which == 'neighbor_allgatherv'
+    base = 2*pick(form, len(which))
+    n = base
+#if NC_BINDING == 3 && !defined(NC_OPEN_MPI)
+    ! MPICH 4.0.2's mpi_f08 (I)Neighbor_alltoallw(_init) size their type arrays with
+    ! MPI_Dist_graph_neighbors_count whatever the topology: MPI_ERR_TOPOLOGY on the ring
+    if (w) cart = .false.
+#endif
+    if (cart) then
+      nc = ccomm
+      nin = 2
+      nout = 2
+      src(0) = mod(me - 1 + np, np)
+      src(1) = mod(me + 1, np)
+      feed(0) = 1
+      feed(1) = 0
+    else
+      nc = gcomm
+      nin = me + 1
+      nout = np - me
+      do k = 0, me
+        src(k) = k
+        feed(k) = me - k
+      end do
+    end if
+    ! the send side, plain INTEGERs
+    sunits = 0
+    do j = 0, merge(0, nout - 1, gather)
+      sc(j) = neighbor_count(which, form, base, me, j)
+      sd(j) = sunits + merge(1, 0, vec .and. .not. gather) ! (a gather's one block is the send buffer)
+      sunits = sd(j) + sc(j)
+    end do
+    allocate (sb(max(sunits, 1)))
+    sb = GAP
+    do j = 0, merge(0, nout - 1, gather)
+      call put(sb, .false., sd(j), me, j*100000, sc(j))
+    end do
+    ! the receive side: gapped blocks start at a whole gtype element (four INTEGERs)
+    runits = 0
+    do k = 0, nin - 1
+      rg(k) = form == F_DERIVED .and. (.not. w .or. mod(k, 2) == 0)
+      rc(k) = neighbor_count(which, form, base, src(k), merge(0, feed(k), gather))
+      rd(k) = runits + merge(1, 0, vec)
+      if (rg(k)) rd(k) = 4*((rd(k) + 3)/4)
+      runits = rd(k) + merge(2, 1, rg(k))*rc(k)
+      rcv(k) = merge(rc(k)/2, rc(k), rg(k))
+      rdv(k) = merge(rd(k)/4, rd(k), rg(k))
+      rt(k) = MPI_INTEGER
+      if (rg(k)) rt(k) = gtype
+    end do
+    allocate (rb(max(runits, 1)), want(max(runits, 1)))
+    rb = GAP
+    want = GAP
+    do k = 0, nin - 1
+      call put(want, rg(k), rdv(k), src(k), merge(0, feed(k)*100000, gather), rc(k))
+    end do
+    do j = 0, nout - 1
+      st(j) = MPI_INTEGER
+      sdb(j) = 4*sd(j) ! (bytes)
+    end do
+    rdb = 4*rd
+    t = rt(0)
+    select case (which)
+    case ('neighbor_allgather')
+      CALL_FORMS(MPI_Neighbor_allgather(sb, n, MPI_INTEGER, rb, rcv(0), t, nc, ierr),
+                 MPI_Ineighbor_allgather(sb, n, MPI_INTEGER, rb, rcv(0), t, nc, req, ierr),
+                 PINIT(Neighbor_allgather)(sb, n, MPI_INTEGER, rb, rcv(0), t, nc, MPI_INFO_NULL, req, ierr), which)
+    case ('neighbor_allgatherv')
+      CALL_FORMS(MPI_Neighbor_allgatherv(sb, sc(0), MPI_INTEGER, rb, rcv, rdv, t, nc, ierr),
+                 MPI_Ineighbor_allgatherv(sb, sc(0), MPI_INTEGER, rb, rcv, rdv, t, nc, req, ierr),
+                 PINIT(Neighbor_allgatherv)(sb, sc(0), MPI_INTEGER, rb, rcv, rdv, t, nc, MPI_INFO_NULL, req, ierr), which)
+    case ('neighbor_alltoall')
+      CALL_FORMS(MPI_Neighbor_alltoall(sb, n, MPI_INTEGER, rb, rcv(0), t, nc, ierr),
+                 MPI_Ineighbor_alltoall(sb, n, MPI_INTEGER, rb, rcv(0), t, nc, req, ierr),
+                 PINIT(Neighbor_alltoall)(sb, n, MPI_INTEGER, rb, rcv(0), t, nc, MPI_INFO_NULL, req, ierr), which)
+    case ('neighbor_alltoallv')
+      CALL_FORMS(MPI_Neighbor_alltoallv(sb, sc, sd, MPI_INTEGER, rb, rcv, rdv, t, nc, ierr),
+                 MPI_Ineighbor_alltoallv(sb, sc, sd, MPI_INTEGER, rb, rcv, rdv, t, nc, req, ierr),
+                 PINIT(Neighbor_alltoallv)(sb, sc, sd, MPI_INTEGER, rb, rcv, rdv, t, nc, MPI_INFO_NULL, req, ierr), which)
+    case default
+      CALL_FORMS(MPI_Neighbor_alltoallw(sb, sc, sdb, st, rb, rcv, rdb, rt, nc, ierr),
+                 MPI_Ineighbor_alltoallw(sb, sc, sdb, st, rb, rcv, rdb, rt, nc, req, ierr),
+                 PINIT(Neighbor_alltoallw)(sb, sc, sdb, st, rb, rcv, rdb, rt, nc, MPI_INFO_NULL, req, ierr), which)
+    end select
+    call ok(which)
+    call check_ints(rb, want, which//' '//trim(form_names(form))//merge(' (ring) ', ' (graph)', cart))
+    call served(which, form)
   end subroutine
 
   ! ---- reductions: MPI_SUM on INTEGERs, or (derived) MPI_MAXLOC on MPI_2INTEGER pairs --------
@@ -1042,6 +1194,7 @@ program test_fortran
   call MPI_Type_commit(gtype, ierr)
   call MPI_Type_contiguous(2, MPI_INTEGER, ptype, ierr)
   call MPI_Type_commit(ptype, ierr)
+  call make_neighborhoods()
 
   do form = 1, NFORMS
     call t_barrier(form)
@@ -1062,6 +1215,11 @@ program test_fortran
     call t_reduce_scatter(form, .false.)
     call t_reduce_scatter(form, .true.)
     call t_user_op(form)
+    call t_neighbor(form, 'neighbor_allgather')
+    call t_neighbor(form, 'neighbor_allgatherv')
+    call t_neighbor(form, 'neighbor_alltoall')
+    call t_neighbor(form, 'neighbor_alltoallv')
+    call t_neighbor(form, 'neighbor_alltoallw')
   end do
   call t_first_nonblocking()
   call t_fortran_types()
@@ -1071,6 +1229,8 @@ program test_fortran
   call t_errors()
   call MPI_Type_free(gtype, ierr)
   call MPI_Type_free(ptype, ierr)
+  call MPI_Comm_free(gcomm, ierr)
+  if (np >= 3) call MPI_Comm_free(ccomm, ierr)
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, comm, ierr)
   if (me == 0 .and. total == 0) print '(a,i0,a)', 'test_fortran: ok (', np, ' ranks)'

@@ -3,22 +3,26 @@
 ! displacements on to the C functions MPI_Bcast_c, MPI_Allreduce_c, MPI_Gatherv_c, ... (its
 ! libmpichfort calls them by their MPI_ names), which nodecoll serves.  Run with nodecoll
 ! preloaded: every result is compared with what each rank computes for itself, and nodecoll's
-! counters must show it served every call (nothing counted as the host's).
+! counters must show it served every call (nothing counted as the host's).  The neighbourhood
+! collectives' _c forms likewise, on a complete distributed graph (where they mean what
+! Allgatherv and Alltoallv do).
 program test_large_count_f08
   use mpi_f08
   use iso_c_binding
   implicit none
 #include "nodecoll_counters.inc"
-  character(len=12), parameter :: colls(5) = [character(len=12) :: 'bcast', 'allreduce', 'gatherv', &
-                                                                   'allgatherv', 'alltoallv']
+  character(len=19), parameter :: colls(8) = [character(len=19) :: 'bcast', 'allreduce', 'gatherv', &
+    'allgatherv', 'alltoallv', 'neighbor_allgatherv', 'neighbor_alltoallv', 'neighbor_alltoallw']
   integer, parameter :: n0 = 3000
   integer(kind=MPI_COUNT_KIND) :: n, counts(0:15), rcounts(0:15), scount
   integer(kind=MPI_ADDRESS_KIND) :: displs(0:15), rdispls(0:15)
   double precision, allocatable :: a(:), b(:)
   integer, allocatable :: s(:), r(:)
   type(MPI_Request) :: req
+  type(MPI_Comm) :: graph
+  type(MPI_Datatype) :: types(0:15)
   type(c_funptr) :: fn
-  integer :: me, np, i, q, failures = 0, total
+  integer :: me, np, i, q, failures = 0, total, ranks(0:15), isize
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, me)
@@ -68,6 +72,27 @@ program test_large_count_f08
   call reverse_blocks(rcounts, rdispls)
   call MPI_Alltoallv(s, counts, displs, MPI_INTEGER, r, rcounts, rdispls, MPI_INTEGER, MPI_COMM_WORLD)
   call check(placed(r), 'MPI_Alltoallv')
+
+  ! The neighbourhood collectives on the complete graph, every rank a neighbour of every rank
+  ! (itself too) in rank order: the same blocks land in the same places
+  ranks(0:np - 1) = [(q, q = 0, np - 1)]
+  call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, np, ranks, MPI_UNWEIGHTED, np, ranks, MPI_UNWEIGHTED, &
+                                      MPI_INFO_NULL, .false., graph)
+  call MPI_Barrier(graph)
+  r = -1
+  call MPI_Neighbor_allgatherv(s, scount, MPI_INTEGER, r, rcounts, rdispls, MPI_INTEGER, graph)
+  call check(placed(r), 'MPI_Neighbor_allgatherv')
+  r = -1
+  call MPI_Neighbor_alltoallv(s, counts, displs, MPI_INTEGER, r, rcounts, rdispls, MPI_INTEGER, graph)
+  call check(placed(r), 'MPI_Neighbor_alltoallv')
+  ! nonblocking, displacements in bytes
+  call MPI_Type_size(MPI_INTEGER, isize)
+  types = MPI_INTEGER
+  r = -1
+  call MPI_Ineighbor_alltoallw(s, counts, isize * displs, types, r, rcounts, isize * rdispls, types, graph, req)
+  call MPI_Wait(req, MPI_STATUS_IGNORE)
+  call check(placed(r), 'MPI_Ineighbor_alltoallw')
+  call MPI_Comm_free(graph)
 
   if (np > 1) then
     do i = 1, size(colls)

@@ -11,10 +11,8 @@
  *
  * Argument: number of random cases per pattern (default 2). */
 #define _DEFAULT_SOURCE /* alarm */
-#include <signal.h>
-#include <unistd.h>
-
 #include "common.h"
+#include "watch.h"
 
 /* Every call of the test must succeed, through nodecoll and through the host alike. */
 #define T_OK(call)                                                                            \
@@ -357,26 +355,21 @@ static void run_derived_runs(MPI_Comm comm)
 
 /* ---- zero-size peers ------------------------------------------------------------------- */
 
-/* A deadlock a case is built to expose fails the test after a minute, saying which. */
-static const char *watched;
-static void watchdog(int sig)
-{
-    (void)sig;
-    if (write(2, watched, strlen(watched)) < 0) _exit(3);
-    _exit(2);
-}
-
-static void watch(const char *what)
-{
-    watched = what;
-    signal(SIGALRM, watchdog);
-    alarm(what ? 60 : 0);
-}
-
 /* Rank 0 exchanges nothing; the others exchange a ring.  Rank 0 must return from Alltoallv
  * without waiting for them: the others enter the call only after rank 0 has left it (a
  * message from rank 0 says so), so a rank 0 that waited for them would deadlock (a watchdog
  * turns that into a failure).  Ordered, not timed: it cannot flake when oversubscribed. */
+typedef struct ring_call {
+    int *send, *recv, *sc, *rc, *displs;
+    MPI_Comm comm;
+} ring_call;
+
+static void ring_alltoallv(void *ctx)
+{
+    ring_call *r = ctx;
+    T_OK(MPI_Alltoallv(r->send, r->sc, r->displs, MPI_INT, r->recv, r->rc, r->displs, MPI_INT, r->comm));
+}
+
 static void run_zero_peer_check(MPI_Comm comm)
 {
     int rank, size;
@@ -389,19 +382,12 @@ static void run_zero_peer_check(MPI_Comm comm)
         int right = rank % (size - 1) + 1, left = (rank - 2 + size - 1) % (size - 1) + 1;
         sc[right] = rc[left] = 1;
     }
-    T_OK(MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm)); /* warm up */
+    ring_call ring = {send, recv, sc, rc, displs, comm};
+    ring_alltoallv(&ring); /* warm up */
     MPI_Barrier(comm);
-    int token = 0;
-    if (rank == 0) {
-        watch("FAIL: alltoallv: a rank with only zero-size peers waited for them (deadlock)\n");
-        T_OK(MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm));
-        watch(NULL);
-        for (int r = 1; r < size; r++) PMPI_Send(&token, 1, MPI_INT, r, 77, comm);
-    } else {
-        PMPI_Recv(&token, 1, MPI_INT, 0, 77, comm, MPI_STATUS_IGNORE);
-        T_OK(MPI_Alltoallv(send, sc, displs, MPI_INT, recv, rc, displs, MPI_INT, comm));
-        T_CHECK(recv[0] == (rank - 2 + size - 1) % (size - 1) + 1, "alltoallv ring: got %d", recv[0]);
-    }
+    run_rank0_first(comm, ring_alltoallv, &ring,
+                    "FAIL: alltoallv: a rank with only zero-size peers waited for them (deadlock)\n");
+    if (rank != 0) T_CHECK(recv[0] == (rank - 2 + size - 1) % (size - 1) + 1, "alltoallv ring: got %d", recv[0]);
     MPI_Barrier(comm);
 }
 

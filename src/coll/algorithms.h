@@ -20,6 +20,8 @@ extern const nc_algorithm nc_scatter_on_node, nc_scatter_across_nodes;
 extern const nc_algorithm nc_allgather_on_node, nc_allgather_across_nodes;
 extern const nc_algorithm nc_alltoall_pairwise;
 extern const nc_algorithm nc_move_host;
+/* Neighbourhood collectives (coll/neighbor/), on one node and across nodes. */
+extern const nc_algorithm nc_neighbor_allgather, nc_neighbor_alltoall;
 
 /* The hard requirements of the data-movement algorithms (src/coll/host.c): large blocks
  * are read or written across the whole node, from any rank, with single copy. */

@@ -77,6 +77,27 @@ typedef struct nc_watch {
     void (*abort_job)(void);  /* the adapter's: stops every rank of the job */
 } nc_watch;
 
+/* A communicator's virtual topology as the neighbourhood collectives see it, read once when
+ * its state is set up (the adapter's neighbor_lists.c).  In-edge k brings block k of the receive
+ * vector from comm rank in[k]; out-edge j takes block j of the send vector to out[j]; -1 is
+ * MPI_PROC_NULL (a missing neighbour of a non-periodic Cartesian grid: nothing moves).  A
+ * rank may appear several times, itself included.  Which out-edge of in[k] feeds in-edge k
+ * is MPI's rule: on a Cartesian grid block s of the sender lands in block s^1 of the receiver
+ * (the neighbour below sends upwards), in a graph the m-th edge from s to r feeds the m-th
+ * edge of r from s (in list order). */
+typedef struct nc_neighbors {
+    int cartesian;
+    int indegree, outdegree;
+    int *in, *out;
+    int *in_occurrence;  /* graphs: how often in[k] appears in in[0 .. k) */
+    int *in_match;       /* the sender's out-edge feeding in-edge k: known for Cartesian grids
+                          * and edges from myself, else -1 until first read from the sender's
+                          * published edge table (NC_NO_EDGE: the sender has none) */
+    int *out_previous;   /* the last out-edge before j to the same rank, or -1 */
+    int max_degree;      /* over the whole communicator: its edge tables' room (coll/move.h) */
+} nc_neighbors;
+#define NC_NO_EDGE (-2)
+
 struct nc_algorithm;
 /* The registry's last choice at one level, and the call it was made for. */
 typedef struct nc_choice {
@@ -95,6 +116,7 @@ typedef struct nc_comm {
     int *node_start;   /* node k's members are node_members[node_start[k] .. node_start[k+1]) */
     int cma_everywhere; /* single-copy works on every node of the communicator */
     nc_config cfg;     /* comm rank 0's settings, adopted by every rank */
+    nc_neighbors *neighbors; /* its virtual topology, or NULL (none: the host judges neighbour calls) */
     nc_tune_rules *tune; /* comm rank 0's tuning rules for this node's size (NODECOLL_TUNE_FILE), or NULL */
     atomic_int truncated; /* this call brought this rank more bytes than its arguments hold */
     uint64_t calls;       /* calls entered on this communicator (coll/check.h) */

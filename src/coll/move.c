@@ -15,6 +15,8 @@ const char nc_in_place_marker;
 size_t nc_move_table_bytes(const nc_comm *c)
 {
     size_t bytes = (size_t)c->size * sizeof(nc_span);
+    size_t edges = c->neighbors ? (size_t)c->neighbors->max_degree * sizeof(nc_edge_span) : 0;
+    if (edges > bytes) bytes = edges;
     return (bytes + 127) / 128 * 128; /* the slot payload starts on a line of its own */
 }
 

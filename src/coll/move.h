@@ -30,6 +30,16 @@ typedef struct nc_span {
     uint64_t off, len; /* bytes: from the published base (or the slot start) */
 } nc_span;
 
+/* A neighbourhood collective's publication (coll/neighbor/): one entry per out-edge of the
+ * publisher, in its out-edge order, where the span table is; `peer` is the comm rank the edge
+ * goes to (-1: none), so a receiver can find the edge that feeds it (nc_neighbors.in_match);
+ * each block in the slot or not on its own. */
+typedef struct nc_edge_span {
+    uint64_t off, len;
+    int32_t peer;
+    uint32_t in_slot;
+} nc_edge_span;
+
 /* A publication's in_slot value when the publisher has instead written its data into the
  * reader's published buffer (gather's large blocks): nothing is left to read. */
 #define NC_PUB_PUSHED 2
@@ -45,7 +55,8 @@ typedef struct nc_pub {
 
 /* Bytes of each rank's move area: the span table plus NODECOLL_MOVE_SLOT. */
 size_t nc_move_area_bytes(const nc_comm *c);
-/* Bytes of the move area reserved for the span table (one span per comm rank). */
+/* Bytes of the move area reserved for the span table (one span per comm rank, or one edge
+ * span per out-edge of the communicator's largest neighbourhood). */
 size_t nc_move_table_bytes(const nc_comm *c);
 /* Payload bytes that fit in a rank's slot. */
 size_t nc_move_slot_bytes(const nc_comm *c);

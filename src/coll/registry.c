@@ -99,6 +99,15 @@ static const nc_row rows[] = {
     {NC_COLL_ALLTOALLV, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_ALLTOALLW, &nc_alltoall_pairwise, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
     {NC_COLL_ALLTOALLW, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL},
+    /* Neighbourhood collectives: their algorithm wherever single copy works, else the host. */
+#define NC_NEIGHBOR_ROWS(coll, alg) \
+    {coll, &alg, NC_ANY, NC_ANY, NC_ANY, NC_CALL}, {coll, &nc_move_host, NC_ANY, NC_ANY, NC_ANY, NC_CALL}
+    NC_NEIGHBOR_ROWS(NC_COLL_NEIGHBOR_ALLGATHER, nc_neighbor_allgather),
+    NC_NEIGHBOR_ROWS(NC_COLL_NEIGHBOR_ALLGATHERV, nc_neighbor_allgather),
+    NC_NEIGHBOR_ROWS(NC_COLL_NEIGHBOR_ALLTOALL, nc_neighbor_alltoall),
+    NC_NEIGHBOR_ROWS(NC_COLL_NEIGHBOR_ALLTOALLV, nc_neighbor_alltoall),
+    NC_NEIGHBOR_ROWS(NC_COLL_NEIGHBOR_ALLTOALLW, nc_neighbor_alltoall),
+#undef NC_NEIGHBOR_ROWS
 };
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }

@@ -105,8 +105,12 @@
     "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (Balaji et al.'s bins; " \
     "zero-size peers are always skipped).") \
   X(alltoall_window,     INT, 32,        0, 1000000,  NULL, \
-    "Alltoall/Alltoallv/Alltoallw across nodes: sends in flight at once to remote ranks (0: all; every " \
-    "receive is posted first, so any window is deadlock-free).") \
+    "Alltoall/Alltoallv/Alltoallw and the neighbourhood collectives across nodes: sends in flight at once to " \
+    "remote ranks (0: all; every receive is posted first, so any window is deadlock-free).") \
+  X(neighbor_small,      SIZE, 65536,    0, 1099511627776, NULL, \
+    "Neighbourhood collectives: a rank reads its in-neighbours' blocks of up to this size before the larger " \
+    "ones, and sends its small blocks to other nodes first (Balaji et al.'s bins; zero-size neighbours are never " \
+    "contacted).") \
   X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
     "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
     "doubling or dissemination for small or skewed ones; recursive doubling needs a power-of-two node count).") \

@@ -13,7 +13,9 @@
     X(SCAN, "scan") X(EXSCAN, "exscan") X(GATHER, "gather") X(GATHERV, "gatherv")          \
     X(SCATTER, "scatter") X(SCATTERV, "scatterv") X(ALLGATHER, "allgather")                \
     X(ALLGATHERV, "allgatherv") X(ALLTOALL, "alltoall") X(ALLTOALLV, "alltoallv")          \
-    X(ALLTOALLW, "alltoallw")
+    X(ALLTOALLW, "alltoallw") X(NEIGHBOR_ALLGATHER, "neighbor_allgather")                  \
+    X(NEIGHBOR_ALLGATHERV, "neighbor_allgatherv") X(NEIGHBOR_ALLTOALL, "neighbor_alltoall")  \
+    X(NEIGHBOR_ALLTOALLV, "neighbor_alltoallv") X(NEIGHBOR_ALLTOALLW, "neighbor_alltoallw")
 
 /* Node-level algorithms, inter-node steps, staging, and every reason to use the host MPI. */
 #define NC_ALGORITHMS(X)                                                                   \

@@ -10,6 +10,7 @@
 
 #include "request.h"
 #include "fortran_table.h"
+#include "neighbor_lists.h"
 #include "../core/fatal.h"
 
 #if defined(NODECOLL_FORTRAN_ENTRY_POINTS) && (defined(OPEN_MPI) || defined(MPICH))
@@ -136,19 +137,36 @@ static void f_statuses_out(MPI_Fint *f, MPI_Status *c, int n)
 /* ---- arrays of handles ------------------------------------------------------------------- */
 
 #ifdef NC_F_WITH_BUFFERS
-/* Alltoallw's datatypes as C handles, one per rank of comm (of its remote group if it is an
- * intercommunicator); NULL for the send side of a call in place, whose types MPI ignores. */
-static MPI_Datatype *f_types(const MPI_Fint *types, const MPI_Fint *comm, const void *sendbuf)
+/* Which blocks a type array describes: one per rank of comm (of its remote group if it is an
+ * intercommunicator: Alltoallw), or one per out- or in-edge of its topology
+ * (Neighbor_alltoallw). */
+enum { NC_F_RANKS, NC_F_OUT_EDGES, NC_F_IN_EDGES };
+
+/* How many blocks of `which` comm has, or -1 when it cannot tell (the call reports it). */
+static int f_blocks(MPI_Comm c, int which)
+{
+    int size = -1, inter = 0, in = 0, out = 0;
+    if (which != NC_F_RANKS) {
+        if (nc_mpi_neighbor_degrees(c, &in, &out, NULL) == MPI_UNDEFINED) return -1;
+        return which == NC_F_OUT_EDGES ? out : in;
+    }
+    if (PMPI_Comm_test_inter(c, &inter) != MPI_SUCCESS ||
+        (inter ? PMPI_Comm_remote_size(c, &size) : PMPI_Comm_size(c, &size)) != MPI_SUCCESS)
+        return -1;
+    return size;
+}
+
+/* (Neighbor_)Alltoallw's datatypes as C handles, one per block of `which`; NULL for the send
+ * side of a call in place, whose types MPI ignores, and where comm cannot tell. */
+static MPI_Datatype *f_types(const MPI_Fint *types, const MPI_Fint *comm, const void *sendbuf, int which)
 {
     if (sendbuf && is_sentinel(sendbuf, NC_F_IN_PLACE)) return NULL;
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    int size = 0, inter = 0;
 #if defined(OPEN_MPI)
     if (c == NULL) return NULL; /* (an invalid handle: the call reports it) */
 #endif
-    if (c == MPI_COMM_NULL || PMPI_Comm_test_inter(c, &inter) != MPI_SUCCESS ||
-        (inter ? PMPI_Comm_remote_size(c, &size) : PMPI_Comm_size(c, &size)) != MPI_SUCCESS)
-        return NULL;
+    int size = c == MPI_COMM_NULL ? -1 : f_blocks(c, which);
+    if (size < 0) return NULL;
     MPI_Datatype *out = nc_alloc_or_die(sizeof(MPI_Datatype) * (size_t)(size > 0 ? size : 1));
     for (int i = 0; i < size; i++) out[i] = PMPI_Type_f2c(types[i]);
     return out;
@@ -268,6 +286,9 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_PARAM_INFO NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_STYPES NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_RTYPES NC_F_PARAM_DEFAULT
+#define NC_F_PARAM_OUT_TYPES NC_F_PARAM_DEFAULT
+#define NC_F_PARAM_IN_TYPES NC_F_PARAM_DEFAULT
+#define NC_F_PARAM_AINTS(n) MPI_Aint *n
 #define NC_F_PARAM_REQUEST NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_REQUEST_INOUT NC_F_PARAM_DEFAULT
 #define NC_F_PARAM_REQUEST_IN NC_F_PARAM_DEFAULT
@@ -287,8 +308,11 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_DECL_OP(n)
 #define NC_F_DECL_COMM(n)
 #define NC_F_DECL_INFO(n)
-#define NC_F_DECL_STYPES(n) MPI_Datatype *c_##n = f_types(n, comm, sendbuf);
-#define NC_F_DECL_RTYPES(n) MPI_Datatype *c_##n = f_types(n, comm, NULL);
+#define NC_F_DECL_AINTS(n)
+#define NC_F_DECL_STYPES(n) MPI_Datatype *c_##n = f_types(n, comm, sendbuf, NC_F_RANKS);
+#define NC_F_DECL_RTYPES(n) MPI_Datatype *c_##n = f_types(n, comm, NULL, NC_F_RANKS);
+#define NC_F_DECL_OUT_TYPES(n) MPI_Datatype *c_##n = f_types(n, comm, NULL, NC_F_OUT_EDGES);
+#define NC_F_DECL_IN_TYPES(n) MPI_Datatype *c_##n = f_types(n, comm, NULL, NC_F_IN_EDGES);
 #define NC_F_DECL_REQUEST(n) MPI_Request c_##n = MPI_REQUEST_NULL; f_request = &c_##n;
 #define NC_F_DECL_REQUEST_INOUT(n) MPI_Request c_##n = PMPI_Request_f2c(*n), before_##n = c_##n;
 #define NC_F_DECL_REQUEST_FREED(n) NC_F_DECL_REQUEST_INOUT(n) int idle_##n = f_request_idle(c_##n);
@@ -308,8 +332,11 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_ARG_OP(n) PMPI_Op_f2c(*n)
 #define NC_F_ARG_COMM(n) PMPI_Comm_f2c(*n)
 #define NC_F_ARG_INFO(n) PMPI_Info_f2c(*n)
+#define NC_F_ARG_AINTS(n) n
 #define NC_F_ARG_STYPES(n) c_##n
 #define NC_F_ARG_RTYPES(n) c_##n
+#define NC_F_ARG_OUT_TYPES(n) c_##n
+#define NC_F_ARG_IN_TYPES(n) c_##n
 #define NC_F_ARG_REQUEST(n) &c_##n
 #define NC_F_ARG_REQUEST_INOUT(n) &c_##n
 #define NC_F_ARG_REQUEST_IN(n) PMPI_Request_f2c(*n)
@@ -329,8 +356,11 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #define NC_F_AFTER_OP(n)
 #define NC_F_AFTER_COMM(n)
 #define NC_F_AFTER_INFO(n)
+#define NC_F_AFTER_AINTS(n)
 #define NC_F_AFTER_STYPES(n) f_types_after(err, f_request, c_##n);
-#define NC_F_AFTER_RTYPES(n) f_types_after(err, f_request, c_##n);
+#define NC_F_AFTER_RTYPES NC_F_AFTER_STYPES
+#define NC_F_AFTER_OUT_TYPES NC_F_AFTER_STYPES
+#define NC_F_AFTER_IN_TYPES NC_F_AFTER_STYPES
 #define NC_F_AFTER_REQUEST(n) if (err == MPI_SUCCESS) *n = PMPI_Request_c2f(c_##n);
 #define NC_F_AFTER_REQUEST_INOUT(n) NC_F_AFTER_REQUEST(n) f_kept_release(before_##n, c_##n, 1);
 #define NC_F_AFTER_REQUEST_FREED(n) NC_F_AFTER_REQUEST(n) f_kept_release(before_##n, c_##n, idle_##n);
@@ -411,11 +441,18 @@ static void f_requests_out(MPI_Fint *f, MPI_Request *c, int count)
 #else
 #define NC_F_PERSISTENT(Name, lower, UPPER, seq)
 #endif
-#define NC_F_COLL(Name, lower, UPPER, seq)                                                       \
+#ifdef NC_NEIGHBOR_PERSISTENT_COLLECTIVES
+#define NC_F_NEIGHBOR_PERSISTENT NC_F_PERSISTENT
+#else
+#define NC_F_NEIGHBOR_PERSISTENT(Name, lower, UPPER, seq)
+#endif
+#define NC_F_COLL(Name, lower, UPPER, seq) NC_F_FORMS(NC_F_PERSISTENT, Name, lower, UPPER, seq)
+#define NC_F_NCOLL(Name, lower, UPPER, seq) NC_F_FORMS(NC_F_NEIGHBOR_PERSISTENT, Name, lower, UPPER, seq)
+#define NC_F_FORMS(persistent, Name, lower, UPPER, seq)                                          \
     NC_F_ONE(Name, lower, UPPER, seq)                                                            \
     NC_F_ENTRY(nc_f_i##lower, MPI_I##lower, seq(REQUEST, request))                               \
     NC_F_NAMES(nc_f_i##lower, mpi_i##lower, MPI_I##UPPER)                                      \
-    NC_F_PERSISTENT(Name, lower, UPPER, seq)
+    persistent(Name, lower, UPPER, seq)
 #define NC_F_GENERATE(forms, buffers, Name, lower, UPPER, seq) \
     NC_F_WANTED_##buffers(NC_F_##forms(Name, lower, UPPER, seq))
 

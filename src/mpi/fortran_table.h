@@ -20,15 +20,18 @@
  * X(forms, buffers, Name, lower, UPPER, arguments):
  *   forms      COLL: the blocking call MPI_<Name>, its nonblocking form MPI_I<lower> (one
  *              more argument, the request) and its persistent form (info, request);
- *              ONE: MPI_<Name> only
+ *              NCOLL: the same for a neighbourhood collective, whose persistent form the
+ *              host may lack apart (request.h); ONE: MPI_<Name> only
  *   buffers    BUF when a choice buffer is among the arguments, else NOBUF
  *   lower, UPPER  the Fortran name without "mpi_" in both cases (the preprocessor cannot
  *              change case)
  *   arguments  a sequence of (kind, name), in the C call's order; the kinds (fortran.c):
  *     BUF     a choice buffer (MPI_BOTTOM)           IPBUF  one that may be MPI_IN_PLACE too
  *     INT     an INTEGER passed as int               INTS   an INTEGER array (counts, displs)
+ *     AINTS   an INTEGER(KIND=MPI_ADDRESS_KIND) array (Neighbor_alltoallw's displacements)
  *     TYPE, OP, COMM, INFO   handles                 STYPES, RTYPES  Alltoallw's type arrays
  *                                                    (send: none when sendbuf is in place)
+ *     OUT_TYPES, IN_TYPES  Neighbor_alltoallw's type arrays (one per out-edge, per in-edge)
  *     REQUEST out, REQUEST_INOUT, REQUEST_IN,        STATUS   a status (MPI_STATUS_IGNORE)
  *     REQUEST_FREED (Request_free's)
  *     FLAG    a LOGICAL result                       MESSAGE out, MESSAGE_INOUT
@@ -38,6 +41,16 @@
  * rule. */
 #ifndef NC_MPI_FORTRAN_TABLE_H
 #define NC_MPI_FORTRAN_TABLE_H
+
+/* (argument sequences the plain and the neighbourhood forms share) */
+#define NC_F_ALLGATHER_SEQ \
+    (IPBUF, sendbuf)(INT, sendcount)(TYPE, sendtype)(BUF, recvbuf)(INT, recvcount)(TYPE, recvtype)(COMM, comm)
+#define NC_F_ALLGATHERV_SEQ                                                                          \
+    (IPBUF, sendbuf)(INT, sendcount)(TYPE, sendtype)(BUF, recvbuf)(INTS, recvcounts)(INTS, displs) \
+    (TYPE, recvtype)(COMM, comm)
+#define NC_F_ALLTOALLV_SEQ                                                                                \
+    (IPBUF, sendbuf)(INTS, sendcounts)(INTS, sdispls)(TYPE, sendtype)(BUF, recvbuf)(INTS, recvcounts) \
+    (INTS, rdispls)(TYPE, recvtype)(COMM, comm)
 
 #define NC_FORTRAN_TABLE(X)                                                                                       \
     /* collectives nodecoll accelerates */                                                                        \
@@ -55,19 +68,20 @@
     X(COLL, BUF, Scatterv, scatterv, SCATTERV,                                                                    \
       (BUF, sendbuf)(INTS, sendcounts)(INTS, displs)(TYPE, sendtype)(IPBUF, recvbuf)(INT, recvcount)              \
       (TYPE, recvtype)(INT, root)(COMM, comm))                                                                    \
-    X(COLL, BUF, Allgather, allgather, ALLGATHER,                                                                 \
-      (IPBUF, sendbuf)(INT, sendcount)(TYPE, sendtype)(BUF, recvbuf)(INT, recvcount)(TYPE, recvtype)(COMM, comm)) \
-    X(COLL, BUF, Allgatherv, allgatherv, ALLGATHERV,                                                              \
-      (IPBUF, sendbuf)(INT, sendcount)(TYPE, sendtype)(BUF, recvbuf)(INTS, recvcounts)(INTS, displs)              \
-      (TYPE, recvtype)(COMM, comm))                                                                               \
-    X(COLL, BUF, Alltoall, alltoall, ALLTOALL,                                                                    \
-      (IPBUF, sendbuf)(INT, sendcount)(TYPE, sendtype)(BUF, recvbuf)(INT, recvcount)(TYPE, recvtype)(COMM, comm)) \
-    X(COLL, BUF, Alltoallv, alltoallv, ALLTOALLV,                                                                 \
-      (IPBUF, sendbuf)(INTS, sendcounts)(INTS, sdispls)(TYPE, sendtype)(BUF, recvbuf)(INTS, recvcounts)           \
-      (INTS, rdispls)(TYPE, recvtype)(COMM, comm))                                                                \
+    X(COLL, BUF, Allgather, allgather, ALLGATHER, NC_F_ALLGATHER_SEQ)                                             \
+    X(COLL, BUF, Allgatherv, allgatherv, ALLGATHERV, NC_F_ALLGATHERV_SEQ)                                         \
+    X(COLL, BUF, Alltoall, alltoall, ALLTOALL, NC_F_ALLGATHER_SEQ) /* (the same arguments) */                     \
+    X(COLL, BUF, Alltoallv, alltoallv, ALLTOALLV, NC_F_ALLTOALLV_SEQ)                                             \
     X(COLL, BUF, Alltoallw, alltoallw, ALLTOALLW,                                                                 \
       (IPBUF, sendbuf)(INTS, sendcounts)(INTS, sdispls)(STYPES, sendtypes)(BUF, recvbuf)(INTS, recvcounts)        \
       (INTS, rdispls)(RTYPES, recvtypes)(COMM, comm))                                                             \
+    X(NCOLL, BUF, Neighbor_allgather, neighbor_allgather, NEIGHBOR_ALLGATHER, NC_F_ALLGATHER_SEQ)                 \
+    X(NCOLL, BUF, Neighbor_allgatherv, neighbor_allgatherv, NEIGHBOR_ALLGATHERV, NC_F_ALLGATHERV_SEQ)             \
+    X(NCOLL, BUF, Neighbor_alltoall, neighbor_alltoall, NEIGHBOR_ALLTOALL, NC_F_ALLGATHER_SEQ)                    \
+    X(NCOLL, BUF, Neighbor_alltoallv, neighbor_alltoallv, NEIGHBOR_ALLTOALLV, NC_F_ALLTOALLV_SEQ)                 \
+    X(NCOLL, BUF, Neighbor_alltoallw, neighbor_alltoallw, NEIGHBOR_ALLTOALLW,                                     \
+      (BUF, sendbuf)(INTS, sendcounts)(AINTS, sdispls)(OUT_TYPES, sendtypes)(BUF, recvbuf)(INTS, recvcounts)      \
+      (AINTS, rdispls)(IN_TYPES, recvtypes)(COMM, comm))                                                          \
     X(COLL, BUF, Reduce, reduce, REDUCE,                                                                          \
       (IPBUF, sendbuf)(BUF, recvbuf)(INT, count)(TYPE, datatype)(OP, op)(INT, root)(COMM, comm))                  \
     X(COLL, BUF, Allreduce, allreduce, ALLREDUCE,                                                                 \

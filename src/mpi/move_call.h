@@ -16,11 +16,13 @@ typedef struct nc_move_vec {
     const void *counts, *displs; /* vector forms (int, or MPI_Count and MPI_Aint if `wide`: the
                                   * _c forms); else NULL: `count` each, blocks back to back */
     MPI_Count count;
-    int n;                       /* blocks, set from the communicator once it is known */
+    int n;                       /* blocks, set from the communicator once it is known (its
+                                  * size, or a neighbourhood collective's in- or out-degree) */
     int vector;                  /* counts and displs (and types, for Alltoallw) are required */
     int wide;
+    int aint_displs;             /* displacements are MPI_Aint even when not `wide` (Neighbor_alltoallw) */
     MPI_Datatype type;
-    const MPI_Datatype *types;   /* Alltoallw: a type per block, displacements in bytes */
+    const MPI_Datatype *types;   /* (Neighbor_)Alltoallw: a type per block, displacements in bytes */
     /* Once opened: */
     int opened, input;           /* input: its data is sent (packed at each start when staged) */
     nc_vec v;
@@ -34,9 +36,10 @@ typedef struct nc_move_vec {
     MPI_Datatype *held;          /* per block (Alltoallw) or [0]: a held duplicate, or MPI_DATATYPE_NULL */
 } nc_move_vec;
 
-/* The MPI arguments of a call: `one` is the single buffer (Gather's and Allgather's send
- * buffer, Scatter's receive buffer; Alltoall has none), `send` and `recv` the vectors
- * (Scatter's root's send vector, Gather's root's receive vector, both of Alltoall). */
+/* The MPI arguments of a call: `one` is the single buffer (Gather's and (Neighbor_)Allgather's
+ * send buffer, Scatter's receive buffer; Alltoall has none), `send` and `recv` the vectors
+ * (Scatter's root's send vector, Gather's root's receive vector, both of Alltoall; a
+ * neighbourhood collective's have a block per edge). */
 typedef struct nc_move_args {
     nc_coll_id coll;
     int root;                    /* NC_CALL_NONE for the unrooted */

@@ -84,7 +84,7 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
  * MPI_Aint) for the _c forms.  The adapter takes counts as MPI_Count and arrays as
  * `const void *` (read with nc_mpi_count_at / nc_mpi_displ_at and f->large). */
 #define NC_UNPAREN(...) __VA_ARGS__
-#define NC_FORMS_OF(Name, IName, sfx, large, fn, params, args)                                                       \
+#define NC_FORMS_OF(persistent_form, Name, IName, sfx, large, fn, params, args)                                      \
     __attribute__((visibility("default"))) int MPI_##Name##sfx(NC_UNPAREN params)                                     \
     {                                                                                                                 \
         static const nc_call_form_args form = {NULL, 0, MPI_INFO_NULL, 1, large};                                     \
@@ -96,7 +96,7 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
         int err = fn(NC_UNPAREN args, &(nc_call_form_args){request, 0, MPI_INFO_NULL, 0, large});                    \
         return err != NC_RUN_HOST ? err : PMPI_##IName##sfx(NC_UNPAREN args, request);                               \
     }                                                                                                                 \
-    NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
+    persistent_form(Name, sfx, large, fn, params, args)
 #ifdef NC_PERSISTENT_COLLECTIVES
 #define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)                                                       \
     __attribute__((visibility("default"))) int NC_INIT_OF(Name, sfx)(NC_UNPAREN params, MPI_Info info,                \
@@ -108,17 +108,31 @@ static inline int nc_mpi_enter_form(nc_mpi_comm *s, MPI_Comm comm, nc_call_recor
 #else
 #define NC_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
 #endif
-#define NC_CALL_FORMS(Name, IName, fn, params, args) NC_FORMS_OF(Name, IName, , 0, fn, params, args)
-#define NC_COUNT_FORMS(Name, IName, fn, params_of, args)                                                             \
-    NC_FORMS_OF(Name, IName, , 0, fn, params_of(int, int, int), args)                                                 \
-    NC_LARGE_COUNT_FORMS(Name, IName, fn, params_of, args)
+#define NC_NO_PERSISTENT_FORM(Name, sfx, large, fn, params, args)
+/* The neighbourhood collectives' persistent forms, which a host may lack while it has the
+ * others (found at build time apart): NC_NEIGHBOR_COUNT_FORMS makes them where it has them. */
+#if defined(NC_PERSISTENT_COLLECTIVES) && defined(NODECOLL_HAVE_NEIGHBOR_PERSISTENT)
+#define NC_NEIGHBOR_PERSISTENT_COLLECTIVES 1
+#define NC_NEIGHBOR_PERSISTENT_FORM NC_PERSISTENT_FORM
+#else
+#define NC_NEIGHBOR_PERSISTENT_FORM NC_NO_PERSISTENT_FORM
+#endif
+#define NC_CALL_FORMS(Name, IName, fn, params, args) NC_FORMS_OF(NC_PERSISTENT_FORM, Name, IName, , 0, fn, params, args)
+#define NC_COUNT_FORMS(Name, IName, fn, params_of, args) \
+    NC_COUNT_FORMS_OF(NC_PERSISTENT_FORM, Name, IName, fn, params_of, args)
+#define NC_NEIGHBOR_COUNT_FORMS(Name, IName, fn, params_of, args) \
+    NC_COUNT_FORMS_OF(NC_NEIGHBOR_PERSISTENT_FORM, Name, IName, fn, params_of, args)
+/* (persistent_form: the macro that makes the persistent entry points, or nothing) */
+#define NC_COUNT_FORMS_OF(persistent_form, Name, IName, fn, params_of, args)                                         \
+    NC_FORMS_OF(persistent_form, Name, IName, , 0, fn, params_of(int, int, int), args)                                \
+    NC_LARGE_COUNT_FORMS(persistent_form, Name, IName, fn, params_of, args)
 /* MPI-4's large-count forms, where the host has them (MPICH 4; not Open MPI 4.1): found at
  * build time.  Every _c function has the persistent form too (MPI-4 has both or neither). */
 #ifdef NODECOLL_HAVE_MPI_LARGE_COUNT
-#define NC_LARGE_COUNT_FORMS(Name, IName, fn, params_of, args)                                                       \
-    NC_FORMS_OF(Name, IName, _c, 1, fn, params_of(MPI_Count, MPI_Count, MPI_Aint), args)
+#define NC_LARGE_COUNT_FORMS(persistent_form, Name, IName, fn, params_of, args)                                      \
+    NC_FORMS_OF(persistent_form, Name, IName, _c, 1, fn, params_of(MPI_Count, MPI_Count, MPI_Aint), args)
 #else
-#define NC_LARGE_COUNT_FORMS(Name, IName, fn, params_of, args)
+#define NC_LARGE_COUNT_FORMS(persistent_form, Name, IName, fn, params_of, args)
 #endif
 /* The adapter's view of the same parameters (NC_EXPAND: expanded once more, after params_of). */
 #define NC_EXPAND(...) __VA_ARGS__

@@ -1,6 +1,7 @@
 #include "state.h"
 
 #include "bridge.h"
+#include "neighbor_lists.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -377,6 +378,7 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     if (c->size == 1) return NC_ALG_PMPI_SIZE1;
     PMPI_Comm_rank(comm, &c->rank);
     adopt_root_settings(c, comm);
+    nc_mpi_neighbor_lists_read(c, comm); /* (before the segment: it sizes the edge tables) */
     long cores;
     split_node(s, comm, &physical_size, &cores);
     keep_rules_for_node(s);
@@ -424,6 +426,7 @@ static void release_resources(nc_mpi_comm *s)
     free(s->coll.node_rank_of);
     free(s->coll.node_members);
     free(s->coll.node_start);
+    nc_mpi_neighbor_lists_free(&s->coll);
     n->pids = NULL;
     n->slot_use = NULL;
     n->cons_seen = NULL;

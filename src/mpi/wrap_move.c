@@ -1,5 +1,6 @@
 /* MPI entry points of the data-movement collectives: Gather(v), Scatter(v), Allgather(v),
- * Alltoall(v,w), each in its blocking, nonblocking and persistent form.  One adapter serves
+ * Alltoall(v,w) and the neighbourhood collectives Neighbor_allgather(v) and
+ * Neighbor_alltoall(v,w), each in its blocking, nonblocking and persistent form.  One adapter serves
  * the three forms of every call (move_call): it turns the arguments into byte blocks
  * (nc_vec) and runs the algorithm of src/coll, or hands the call unchanged to the host's
  * form of it: when the registry says so (the same on every rank), or when this rank's
@@ -36,6 +37,8 @@ static MPI_Count count_of(const nc_move_vec *m, int i)
     return m->counts ? nc_mpi_count_at(m->counts, m->wide, i) : m->count;
 }
 static MPI_Datatype type_of(const nc_move_vec *m, int i) { return m->types ? m->types[i] : m->type; }
+/* Whether m's displacements are MPI_Aint (the _c forms', and Neighbor_alltoallw's in both). */
+static int displs_wide(const nc_move_vec *m) { return m->wide || m->aint_displs; }
 
 /* base + off as an address (base may be MPI_BOTTOM, a null pointer, with absolute offsets). */
 static char *address_at(const char *base, int64_t off) { return (char *)((uintptr_t)base + (uintptr_t)off); }
@@ -43,8 +46,9 @@ static char *address_at(const char *base, int64_t off) { return (char *)((uintpt
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
 static int64_t user_offset(const nc_move_vec *m, int i, MPI_Aint extent)
 {
-    if (m->types) return nc_mpi_displ_at(m->displs, m->wide, i);
-    return (m->displs ? (int64_t)nc_mpi_displ_at(m->displs, m->wide, i) : (int64_t)i * m->count) * (int64_t)extent;
+    int wide = displs_wide(m);
+    if (m->types) return nc_mpi_displ_at(m->displs, wide, i);
+    return (m->displs ? (int64_t)nc_mpi_displ_at(m->displs, wide, i) : (int64_t)i * m->count) * (int64_t)extent;
 }
 
 static void pack_blocks(nc_move_vec *m, MPI_Comm comm, int unpack)
@@ -138,11 +142,13 @@ static int open_in_place(nc_move_vec *m, const int64_t *offs)
 
 /* A blocking call's tables, from the communicator's scratch instead of fresh memory per
  * call: the lengths and offsets of its send vector, then of its receive vector, then the
- * signed offsets that one vector at a time uses while it is opened.  (The same size each
- * time, so taking it again for the second vector keeps the first one's.) */
-static void vec_scratch_tables(nc_mpi_comm *s, nc_move_vec *m, int second)
+ * signed offsets that one vector at a time uses while it is opened, n per table for the
+ * longer vector.  (The same size each time, so taking it again for the second vector keeps
+ * the first one's.) */
+static void vec_scratch_tables(nc_mpi_comm *s, const nc_move_args *a, nc_move_vec *m)
 {
-    size_t n = (size_t)s->coll.size;
+    int longer = a->send.n > a->recv.n ? a->send.n : a->recv.n, second = m == &a->recv;
+    size_t n = (size_t)(longer > 0 ? longer : 1);
     size_t *tables = (size_t *)(void *)nc_mpi_scratch(s, sizeof(size_t) * 5 * n);
     m->table = tables + (second ? 2 * n : 0);
     m->signed_offs = (int64_t *)(void *)(tables + 4 * n);
@@ -178,9 +184,9 @@ static size_t aligned(size_t bytes) { return (bytes + 7) & ~(size_t)7; }
  * datatypes right after the call), its derived types held, all in one allocation. */
 static void vec_keep(nc_move_vec *m)
 {
-    size_t n = (size_t)m->n, ntypes = m->types ? n : 1;
+    size_t n = (size_t)(m->n > 0 ? m->n : 1), ntypes = m->types ? n : 1;
     size_t tables = sizeof(size_t) * 3 * n, handles = aligned(sizeof(MPI_Datatype) * (ntypes + (m->types ? n : 0)));
-    size_t counts = aligned(nc_mpi_count_size(m->wide) * n), displs = nc_mpi_displ_size(m->wide) * n;
+    size_t counts = aligned(nc_mpi_count_size(m->wide) * n), displs = nc_mpi_displ_size(displs_wide(m)) * n;
     char *at = m->owned = nc_alloc_or_die(tables + handles + (m->counts ? counts + displs : 0));
     m->table = (size_t *)(void *)at;
     m->signed_offs = (int64_t *)(void *)(at + sizeof(size_t) * 2 * n);
@@ -194,10 +200,10 @@ static void vec_keep(nc_move_vec *m)
     }
     if (m->counts) {
         char *counts_copy = at + tables + handles, *displs_copy = counts_copy + counts;
-        memcpy(counts_copy, m->counts, nc_mpi_count_size(m->wide) * n);
-        memcpy(displs_copy, m->displs, displs);
+        memcpy(counts_copy, m->counts, nc_mpi_count_size(m->wide) * (size_t)m->n);
+        if (m->displs) memcpy(displs_copy, m->displs, nc_mpi_displ_size(displs_wide(m)) * (size_t)m->n);
         m->counts = counts_copy;
-        m->displs = displs_copy;
+        m->displs = m->displs ? displs_copy : NULL;
     }
 }
 
@@ -234,9 +240,11 @@ static int vec_describe(nc_move_vec *m, int input)
  * host MPI).  `input`: its data is sent. */
 static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int input)
 {
-    if (m->vector && (!m->counts || !m->displs || (m->vector == 2 && !m->types))) return 1;
+    /* (a vector of no blocks, a neighbourhood of none, may come without arrays) */
+    int arrays = m->counts && m->displs && (m->vector != 2 || m->types);
+    if (m->vector && m->n > 0 && !arrays) return 1;
     if (call->request) vec_keep(m);
-    else vec_scratch_tables(s, m, m == &call->a.recv);
+    else vec_scratch_tables(s, &call->a, m);
     if (vec_describe(m, input)) return 1;
     m->opened = 1;
     m->input = input;
@@ -278,6 +286,7 @@ static void args_set(nc_move_args *a, nc_coll_id coll, int root, const void *one
 static void vec_set(nc_move_vec *m, const void *buf, const void *counts, const void *displs, MPI_Count count,
                     MPI_Datatype type, const MPI_Datatype *types, int vector)
 {
+    m->aint_displs = 0;
     m->user = (char *)buf;
     m->counts = counts;
     m->displs = displs;
@@ -306,6 +315,14 @@ static void vec_typed(nc_move_vec *m, const void *buf, const void *counts, const
     vec_set(m, buf, counts, displs, 0, MPI_DATATYPE_NULL, types, 2);
 }
 
+/* Neighbor_alltoallw's: a datatype per block, displacements in bytes as MPI_Aint. */
+static void vec_typed_aint(nc_move_vec *m, const void *buf, const void *counts, const MPI_Aint *displs,
+                           const MPI_Datatype *types)
+{
+    vec_typed(m, buf, counts, displs, types);
+    m->aint_displs = 1;
+}
+
 /* Before a vector is opened (or if it never is): nothing to release. */
 static void vec_unopened(nc_move_vec *m, int n)
 {
@@ -332,6 +349,15 @@ static int is_rooted(nc_coll_id coll) { return is_scatter(coll) || coll == NC_CO
 static int is_alltoall(nc_coll_id coll)
 {
     return coll == NC_COLL_ALLTOALL || coll == NC_COLL_ALLTOALLV || coll == NC_COLL_ALLTOALLW;
+}
+static int is_neighbor_alltoall(nc_coll_id coll)
+{
+    return coll == NC_COLL_NEIGHBOR_ALLTOALL || coll == NC_COLL_NEIGHBOR_ALLTOALLV ||
+           coll == NC_COLL_NEIGHBOR_ALLTOALLW;
+}
+static int is_neighbor(nc_coll_id coll)
+{
+    return is_neighbor_alltoall(coll) || coll == NC_COLL_NEIGHBOR_ALLGATHER || coll == NC_COLL_NEIGHBOR_ALLGATHERV;
 }
 
 /* Scatter's single buffer is output: a derived type is received into in place (nc_data);
@@ -369,24 +395,41 @@ static int open_alltoall(nc_mpi_move_call *m, nc_mpi_comm *s)
     return (!m->in_place && vec_open(m, s, &m->a.send, 1)) || vec_open(m, s, &m->a.recv, m->in_place);
 }
 
+/* A neighbourhood collective: a block per out-edge (sent) and per in-edge (received).  MPI
+ * has no MPI_IN_PLACE for them: the host judges it. */
+static int open_neighbor(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm)
+{
+    if (m->in_place) return 1;
+    if (is_neighbor_alltoall(m->a.coll)) return vec_open(m, s, &m->a.send, 1) || vec_open(m, s, &m->a.recv, 0);
+    return open_one(m, comm) || vec_open(m, s, &m->a.recv, 0);
+}
+
 /* Opens m, whose arguments m->a are set: NC_ALG_COUNT when nodecoll runs it, else the reason
- * the host MPI does (the registry's, the same on every rank, or this rank's arguments). */
+ * the host MPI does (the registry's, the same on every rank, or this rank's arguments: a
+ * neighbourhood collective on a communicator without a topology, whose error the host
+ * raises). */
 static nc_alg_id move_open(nc_mpi_move_call *m, nc_mpi_comm *s, MPI_Comm comm, int request)
 {
     const nc_move_args *a = &m->a;
-    vec_unopened(&m->a.send, s->coll.size);
-    vec_unopened(&m->a.recv, s->coll.size);
+    const nc_neighbors *nb = s->coll.neighbors;
+    int neighbor = is_neighbor(a->coll);
+    vec_unopened(&m->a.send, !neighbor ? s->coll.size : nb ? nb->outdegree : 0);
+    vec_unopened(&m->a.recv, !neighbor ? s->coll.size : nb ? nb->indegree : 0);
     m->request = request;
-    m->in_place = is_alltoall(a->coll) ? a->send.user == MPI_IN_PLACE : a->one == MPI_IN_PLACE;
+    int vector_sent = is_alltoall(a->coll) || is_neighbor_alltoall(a->coll);
+    m->in_place = vector_sent ? a->send.user == MPI_IN_PLACE : a->one == MPI_IN_PLACE;
     m->is_root = s->coll.rank == a->root;
     m->one_output = is_scatter(a->coll);
     m->one = (nc_buffer){0};
     m->one_data = (nc_data){0};
     m->held_one_type = MPI_DATATYPE_NULL;
+    if (neighbor && !nb) return NC_ALG_PMPI_ARGS;
     nc_alg_id host = nc_registry_host_reason(&s->coll, a->coll);
     if (host != NC_ALG_COUNT) return host;
-    int bad = is_rooted(a->coll) ? open_rooted(m, s, comm) : is_alltoall(a->coll) ? open_alltoall(m, s)
-                                                                                 : open_allgather(m, s, comm);
+    int bad = neighbor             ? open_neighbor(m, s, comm)
+              : is_rooted(a->coll) ? open_rooted(m, s, comm)
+              : is_alltoall(a->coll) ? open_alltoall(m, s)
+                                     : open_allgather(m, s, comm);
     return bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT;
 }
 
@@ -395,6 +438,7 @@ static uint64_t check_bytes(const nc_mpi_move_call *m, const nc_mpi_comm *s)
 {
     const nc_move_args *a = &m->a;
     if (!s->coll.cfg.check) return 0;
+    if (is_neighbor(a->coll)) return NC_CALL_ANY_BYTES; /* (each rank its own neighbourhood) */
     if (is_alltoall(a->coll)) return a->recv.vector ? NC_CALL_ANY_BYTES : vec_total(m->in_place ? &a->recv : &a->send);
     if (!is_rooted(a->coll)) return vec_total(&a->recv);
     /* The root's vector, or every block as long as mine (not the v-forms'). */
@@ -419,7 +463,7 @@ static nc_args run_args(nc_mpi_move_call *m)
 }
 static size_t run_bytes(const nc_mpi_move_call *m)
 {
-    return is_alltoall(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes;
+    return is_alltoall(m->a.coll) || is_neighbor(m->a.coll) ? vec_total(&m->a.recv) : m->one.bytes;
 }
 
 static void pack_or_die(int err)
@@ -504,14 +548,19 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
  * from its parameter list params_of(N, C, D) (request.h), its arguments (parenthesised) and
  * `describe`, which fills `call.a` from the parameters (parenthesised): the adapter
  * Name##_call runs the call, or returns NC_RUN_HOST for the host's form of it. */
-#define NC_MOVE_FORMS(Name, IName, params_of, args, describe)                                      \
+#define NC_MOVE_FORMS(Name, IName, params_of, args, describe) \
+    NC_MOVE_FORMS_OF(NC_COUNT_FORMS, Name, IName, params_of, args, describe)
+/* (The neighbourhood collectives' persistent forms are found at build time apart.) */
+#define NC_NEIGHBOR_FORMS(Name, IName, params_of, args, describe) \
+    NC_MOVE_FORMS_OF(NC_NEIGHBOR_COUNT_FORMS, Name, IName, params_of, args, describe)
+#define NC_MOVE_FORMS_OF(count_forms, Name, IName, params_of, args, describe)                     \
     NC_FORM_INLINE int Name##_call(NC_ADAPTER_PARAMS(params_of), const nc_call_form_args *f)       \
     {                                                                                              \
         nc_mpi_move_call call; /* (uncleared: described and opened field by field) */              \
         NC_UNPAREN describe;                                                                       \
         return move_call(&call, comm, f);                                                          \
     }                                                                                              \
-    NC_COUNT_FORMS(Name, IName, Name##_call, params_of, args)
+    count_forms(Name, IName, Name##_call, params_of, args)
 
 /* (MPI's parameters of Gather and Scatter, and of Allgather and Alltoall) */
 #define NC_ROOTED_PARAMS(N, C, D)                                                                          \
@@ -555,27 +604,52 @@ NC_MOVE_FORMS(Scatterv, Iscatterv, NC_SCATTERV_PARAMS,
               (args_set(&call.a, NC_COLL_SCATTERV, root, recvbuf, rcount, rtype),
                vec_varying(&call.a.send, sendbuf, scounts, displs, stype)))
 
-NC_MOVE_FORMS(Allgather, Iallgather, NC_ALL_PARAMS, NC_ALL_ARGS,
-              (args_set(&call.a, NC_COLL_ALLGATHER, NC_CALL_NONE, sendbuf, scount, stype),
-               vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
+/* Allgather(v) and Alltoall(v) share their arguments and descriptions with their
+ * neighbourhood forms (below): each once, for both. */
+#define NC_ALLGATHERV_ARGS (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm)
+#define NC_ALLTOALLV_ARGS (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm)
+#define NC_DESCRIBE_ALLGATHER(coll)                                             \
+    (args_set(&call.a, coll, NC_CALL_NONE, sendbuf, scount, stype),            \
+     vec_uniform(&call.a.recv, recvbuf, rcount, rtype))
+#define NC_DESCRIBE_ALLGATHERV(coll)                                            \
+    (args_set(&call.a, coll, NC_CALL_NONE, sendbuf, scount, stype),            \
+     vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype))
+#define NC_DESCRIBE_ALLTOALL(coll)                                              \
+    (args_set(&call.a, coll, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),        \
+     vec_uniform(&call.a.send, sendbuf, scount, stype), vec_uniform(&call.a.recv, recvbuf, rcount, rtype))
+#define NC_DESCRIBE_ALLTOALLV(coll)                                             \
+    (args_set(&call.a, coll, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),        \
+     vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),              \
+     vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype))
 
-NC_MOVE_FORMS(Allgatherv, Iallgatherv, NC_ALLGATHERV_PARAMS,
-              (sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm),
-              (args_set(&call.a, NC_COLL_ALLGATHERV, NC_CALL_NONE, sendbuf, scount, stype),
-               vec_varying(&call.a.recv, recvbuf, rcounts, displs, rtype)))
-
-NC_MOVE_FORMS(Alltoall, Ialltoall, NC_ALL_PARAMS, NC_ALL_ARGS,
-              (args_set(&call.a, NC_COLL_ALLTOALL, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
-               vec_uniform(&call.a.send, sendbuf, scount, stype), vec_uniform(&call.a.recv, recvbuf, rcount, rtype)))
-
-NC_MOVE_FORMS(Alltoallv, Ialltoallv, NC_ALLTOALLV_PARAMS,
-              (sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm),
-              (args_set(&call.a, NC_COLL_ALLTOALLV, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
-               vec_varying(&call.a.send, sendbuf, scounts, sdispls, stype),
-               vec_varying(&call.a.recv, recvbuf, rcounts, rdispls, rtype)))
+NC_MOVE_FORMS(Allgather, Iallgather, NC_ALL_PARAMS, NC_ALL_ARGS, NC_DESCRIBE_ALLGATHER(NC_COLL_ALLGATHER))
+NC_MOVE_FORMS(Allgatherv, Iallgatherv, NC_ALLGATHERV_PARAMS, NC_ALLGATHERV_ARGS,
+              NC_DESCRIBE_ALLGATHERV(NC_COLL_ALLGATHERV))
+NC_MOVE_FORMS(Alltoall, Ialltoall, NC_ALL_PARAMS, NC_ALL_ARGS, NC_DESCRIBE_ALLTOALL(NC_COLL_ALLTOALL))
+NC_MOVE_FORMS(Alltoallv, Ialltoallv, NC_ALLTOALLV_PARAMS, NC_ALLTOALLV_ARGS, NC_DESCRIBE_ALLTOALLV(NC_COLL_ALLTOALLV))
 
 NC_MOVE_FORMS(Alltoallw, Ialltoallw, NC_ALLTOALLW_PARAMS,
               (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
               (args_set(&call.a, NC_COLL_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
                vec_typed(&call.a.send, sendbuf, scounts, sdispls, stypes),
                vec_typed(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))
+
+/* The neighbourhood collectives: a block per edge of the communicator's topology
+ * (Neighbor_alltoallw's displacements are MPI_Aint in both its classic and _c forms). */
+#define NC_NEIGHBOR_ALLTOALLW_PARAMS(N, C, D)                                                                   \
+    (const void *sendbuf, const C *scounts, const MPI_Aint *sdispls, const MPI_Datatype *stypes, void *recvbuf, \
+     const C *rcounts, const MPI_Aint *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm)
+NC_NEIGHBOR_FORMS(Neighbor_allgather, Ineighbor_allgather, NC_ALL_PARAMS, NC_ALL_ARGS,
+                  NC_DESCRIBE_ALLGATHER(NC_COLL_NEIGHBOR_ALLGATHER))
+NC_NEIGHBOR_FORMS(Neighbor_allgatherv, Ineighbor_allgatherv, NC_ALLGATHERV_PARAMS, NC_ALLGATHERV_ARGS,
+                  NC_DESCRIBE_ALLGATHERV(NC_COLL_NEIGHBOR_ALLGATHERV))
+NC_NEIGHBOR_FORMS(Neighbor_alltoall, Ineighbor_alltoall, NC_ALL_PARAMS, NC_ALL_ARGS,
+                  NC_DESCRIBE_ALLTOALL(NC_COLL_NEIGHBOR_ALLTOALL))
+NC_NEIGHBOR_FORMS(Neighbor_alltoallv, Ineighbor_alltoallv, NC_ALLTOALLV_PARAMS, NC_ALLTOALLV_ARGS,
+                  NC_DESCRIBE_ALLTOALLV(NC_COLL_NEIGHBOR_ALLTOALLV))
+
+NC_NEIGHBOR_FORMS(Neighbor_alltoallw, Ineighbor_alltoallw, NC_NEIGHBOR_ALLTOALLW_PARAMS,
+                  (sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm),
+                  (args_set(&call.a, NC_COLL_NEIGHBOR_ALLTOALLW, NC_CALL_NONE, NULL, 0, MPI_DATATYPE_NULL),
+                   vec_typed_aint(&call.a.send, sendbuf, scounts, sdispls, stypes),
+                   vec_typed_aint(&call.a.recv, recvbuf, rcounts, rdispls, rtypes)))

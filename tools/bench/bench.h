@@ -27,7 +27,11 @@
 enum variant { VAR_NODECOLL = 0, VAR_HOST = 1, VAR_COUNT = 2 };
 
 /* How big a buffer is, in units of the message size n. */
-enum blocks { BLK_NONE, BLK_ONE, BLK_ALL /* one block per rank: P * n */ };
+enum blocks {
+    BLK_NONE, BLK_ONE, BLK_ALL, /* one block per rank: P * n */
+    BLK_EDGES                   /* one block per edge of a neighbourhood pattern: NEIGHBOR_EDGES * n */
+};
+#define NEIGHBOR_EDGES 8
 
 /* Where the result of a call is defined, for --check. */
 enum out_scope { OUT_NONE, OUT_ALL, OUT_ROOT, OUT_NOT_FIRST /* exscan: rank 0 undefined */ };
@@ -37,6 +41,9 @@ enum pattern {
     PAT_UNIFORM, /* n to or from every rank (comparable with the plain form) */
     PAT_SKEWED,  /* rank 0 contributes n, every other rank one element */
     PAT_RING,    /* n with each ring neighbour (rank +- 1), nothing with the rest */
+    /* Neighbourhood collectives (neighbors.c), on a communicator of their own: */
+    PAT_STENCIL, /* 3-D periodic Cartesian grid, 7-point halo exchange: faces of n, n/2, n/4 */
+    PAT_GRAPH,   /* distributed graph to rank + 1, 2, 4, 8: n to rank + 1, n/16 to the others */
 };
 
 enum coll_flags {
@@ -58,6 +65,10 @@ struct call {
     MPI_Comm comm;
     const int *counts, *displs, *bdispls;
     const MPI_Datatype *types;
+    /* neighbourhood collectives: the receive side's own (in-edges differ from out-edges), and
+     * Neighbor_alltoallw's byte displacements (MPI_Aint) */
+    const int *rcounts, *rdispls;
+    const MPI_Aint *adispls, *radispls;
 };
 
 struct mpi_api; /* the entry points of one family (MPI_ or PMPI_), colls.c */
@@ -91,6 +102,7 @@ enum traffic {
     TR_EXSCAN,      /* read P-1, write P-1 */
     TR_SKEWED,      /* allgatherv_skewed: read 1, write P */
     TR_RING,        /* alltoallw_ring: read and write P times the distinct neighbours */
+    TR_STENCIL,     /* neighbor_*_stencil: read 3P, write 3P */
 };
 
 struct coll {
@@ -120,6 +132,30 @@ int mode_find(const char *name);
 size_t coll_blocks(enum blocks b, int nranks);
 /* Bytes every call must read and write, summed over ranks, per byte of n. */
 void coll_traffic(const struct coll *c, int nranks, double *reads, double *writes);
+
+/* ---- neighbourhood patterns (neighbors.c) --------------------------------------------- */
+
+/* Edge lists, counts and displacements of one neighbourhood pattern, and its communicator. */
+struct neighbors {
+    MPI_Comm comm;
+    int in, out;                                  /* edges */
+    int sources[NEIGHBOR_EDGES], dests[NEIGHBOR_EDGES]; /* as the topology queries give them */
+    int cartesian;
+    int counts[NEIGHBOR_EDGES], displs[NEIGHBOR_EDGES];   /* out-edges, elements */
+    int rcounts[NEIGHBOR_EDGES], rdispls[NEIGHBOR_EDGES]; /* in-edges */
+    MPI_Aint adispls[NEIGHBOR_EDGES], radispls[NEIGHBOR_EDGES];
+    MPI_Datatype types[NEIGHBOR_EDGES];
+};
+
+int pattern_is_neighborhood(enum pattern p);
+/* Builds pattern p for `count` elements of `type` per full block (collective over
+ * MPI_COMM_WORLD; the communicator is set up by one nodecoll collective). */
+void neighbors_create(struct neighbors *nb, enum pattern p, int count, MPI_Datatype type);
+void neighbors_free(struct neighbors *nb);
+/* --check's oracle: the call as MPI defines it, through the host's point-to-point calls
+ * (MPICH 4.0.2's own Neighbor_alltoallv/w order the blocks of a rank that is a neighbour twice
+ * otherwise).  0 or an MPI error. */
+int neighbors_oracle(const struct neighbors *nb, const struct call *c);
 
 /* ---- datatypes and operations (dtypes.c) --------------------------------------------- */
 

@@ -53,6 +53,11 @@
     X(alltoallw, Alltoallw,                                                                     \
       (c->sbuf, c->counts, c->bdispls, c->types, c->rbuf, c->counts, c->bdispls, c->types,      \
        c->comm))                                                                                \
+    X(neighbor_alltoallv, Neighbor_alltoallv,                                                   \
+      (c->sbuf, c->counts, c->displs, c->type, c->rbuf, c->rcounts, c->rdispls, c->type, c->comm)) \
+    X(neighbor_alltoallw, Neighbor_alltoallw,                                                   \
+      (c->sbuf, c->counts, c->adispls, c->types, c->rbuf, c->rcounts, c->radispls, c->types,    \
+       c->comm))                                                                                \
     X(reduce_scatter, Reduce_scatter, (c->sbuf, c->rbuf, c->counts, c->type, c->op, c->comm))   \
     X(reduce_scatter_block, Reduce_scatter_block,                                               \
       (c->sbuf, c->rbuf, c->count, c->type, c->op, c->comm))                                    \
@@ -156,6 +161,12 @@ static const struct coll table[] = {
     {"alltoallw", &forms_alltoallw, AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_ALLTOALL, PAT_UNIFORM},
     {"allgatherv_skewed", &forms_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_SKEWED, PAT_SKEWED},
     {"alltoallw_ring", &forms_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_RING, PAT_RING},
+    /* Neighbourhood collectives (neighbors.c; n: the largest block). */
+    {"neighbor_alltoallv_stencil", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
+     PAT_STENCIL},
+    {"neighbor_alltoallw_stencil", &forms_neighbor_alltoallw, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
+     PAT_STENCIL},
+    {"neighbor_alltoallv_graph", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_EACH, PAT_GRAPH},
     {"reduce_scatter", &forms_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, TR_RSCATTER, PAT_UNIFORM},
     {"reduce_scatter_block", &forms_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
      TR_RSCATTER, PAT_UNIFORM},
@@ -185,7 +196,7 @@ int coll_find(const char *name)
 /* The name nodecoll counts a call under: a pattern's suffix is not part of it. */
 void coll_call_name(const struct coll *c, char *out, size_t len)
 {
-    int keep = c->pattern == PAT_UNIFORM ? (int)strlen(c->name) : (int)strcspn(c->name, "_");
+    int keep = c->pattern == PAT_UNIFORM ? (int)strlen(c->name) : (int)(strrchr(c->name, '_') - c->name);
     snprintf(out, len, "%.*s", keep, c->name);
 }
 
@@ -239,7 +250,7 @@ int mode_find(const char *name)
 
 size_t coll_blocks(enum blocks b, int nranks)
 {
-    return b == BLK_NONE ? 0 : b == BLK_ONE ? 1 : (size_t)nranks;
+    return b == BLK_NONE ? 0 : b == BLK_ONE ? 1 : b == BLK_EDGES ? NEIGHBOR_EDGES : (size_t)nranks;
 }
 
 /* docs/benchmark.md, "Lower bounds", gives the reasoning row by row: every input byte that
@@ -260,6 +271,8 @@ void coll_traffic(const struct coll *c, int nranks, double *reads, double *write
     case TR_SKEWED: r = 1, w = p; break;
     /* at P = 2 both neighbours are the same rank, and a rank alone has none */
     case TR_RING: r = w = p * (nranks > 2 ? 2 : nranks - 1); break;
+    /* each rank's six faces, 2 (n + n/2 + n/4) >= 3n; the graph's n to rank + 1 is TR_EACH */
+    case TR_STENCIL: r = w = 3 * p; break;
     }
     *reads = r;
     *writes = w;

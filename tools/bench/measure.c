@@ -62,6 +62,7 @@ struct run_state {
     double compute_s[VAR_COUNT];
     double *computed;
     int rounds;
+    struct neighbors nb; /* the neighbourhood patterns' communicator and vectors */
 };
 
 static size_t set_bytes(const struct coll *c, int nranks, size_t n, size_t *rbuf_off)
@@ -187,6 +188,14 @@ static void state_init(struct run_state *st, struct arena *a, const struct point
                              .root = root_of(pt->root_pattern, a->nranks, 0),
                              .comm = MPI_COMM_WORLD, .counts = a->counts, .displs = a->displs,
                              .bdispls = a->bdispls, .types = a->types};
+    if (pattern_is_neighborhood(c->pattern)) {
+        struct neighbors *nb = &st->nb;
+        neighbors_create(nb, c->pattern, count, pt->dt->type);
+        st->call.comm = nb->comm;
+        st->call.counts = nb->counts, st->call.displs = nb->displs, st->call.adispls = nb->adispls;
+        st->call.rcounts = nb->rcounts, st->call.rdispls = nb->rdispls, st->call.radispls = nb->radispls;
+        st->call.types = nb->types;
+    }
     st->stride = set_bytes(c, a->nranks, pt->bytes, &st->rbuf_off);
     st->send_bytes = coll_blocks(c->send, a->nranks) * pt->bytes;
     st->recv_bytes = coll_blocks(c->recv, a->nranks) * pt->bytes;
@@ -482,9 +491,14 @@ static int check_round(struct run_state *st, int round, int tell)
     char *out = output_of(st, &bytes);
     memcpy(st->a->shadow, out, bytes);
     prepare_check(st, seed);
-    /* The oracle is the host's blocking call in every mode: MPICH 4.0.2's own persistent
-     * collectives deliver nothing from their second start on. */
-    call_blocking(st, VAR_HOST);
+    /* The oracle is the host's blocking call in every mode (MPICH 4.0.2's own persistent
+     * collectives deliver nothing from their second start on), or for a neighbourhood pattern
+     * MPI's definition (neighbors.c). */
+    if (pattern_is_neighborhood(st->pt->coll->pattern)) {
+        if (neighbors_oracle(&st->nb, &st->call)) call_failed(st, VAR_HOST, "oracle");
+    } else {
+        call_blocking(st, VAR_HOST);
+    }
     if (!compares_here(st) || !memcmp(st->a->shadow, out, bytes)) return 0;
     if (tell) report_mismatch(st, st->a->shadow, out, bytes);
     return 1;
@@ -567,6 +581,7 @@ void measure_point(struct arena *a, const struct options *o, const struct point 
     stats_moved(before, call, res->algs, sizeof res->algs);
     bad = bad > 0;
     if (o->check) PMPI_Allreduce(&bad, &res->check, 1, MPI_INT, MPI_SUM, st.call.comm);
+    if (pattern_is_neighborhood(pt->coll->pattern)) neighbors_free(&st.nb);
 }
 
 /* Block displacements are ints in MPI; a point whose buffers they cannot address is

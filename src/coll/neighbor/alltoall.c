@@ -1,0 +1,70 @@
+/* Neighbor_alltoall(v,w): block j of the send vector goes to out-edge j.  On the node every
+ * rank publishes an edge table (coll/move.h, nc_edge_span: per out-edge where its block is,
+ * how long, to whom) at the start of its move area, with each small block copied right after
+ * it while room lasts (NODECOLL_MOVE_SLOT) and the others left in its buffer for single-copy
+ * reads; each receiver reads, for each in-edge,
+ * the entry of the out-edge that feeds it (nc_neighbors.in_match: known on a Cartesian grid,
+ * found once per communicator in the sender's table for a graph), in Balaji et al.'s bins
+ * (neighbor.h).  Remote out-neighbours get their blocks point to point. */
+#include <string.h>
+
+#include "../algorithms.h"
+#include "neighbor.h"
+
+static const void *block(const nc_args *a, int j, size_t *len)
+{
+    *len = nc_vec_len(a->move.send_vec, j);
+    return nc_vec_at(a->move.send_vec, j);
+}
+
+static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks)
+{
+    nc_node *n = &c->node;
+    const nc_neighbors *nb = c->neighbors;
+    const nc_vec *send = a->move.send_vec;
+    nc_edge_span *table = (nc_edge_span *)(void *)nc_move_area(c, NULL);
+    size_t at = nc_carved(sizeof(nc_edge_span) * (size_t)nb->outdegree), end = at + nc_neighbor_slot_room(c, at);
+    int direct = 0, nreaders = 0;
+    for (int j = 0; j < nb->outdegree; j++) {
+        int r = nb->out[j];
+        size_t len = nc_vec_len(send, j);
+        int reader = len && r != c->rank && nc_neighbor_local(c, r), in_slot = reader && len <= end - at;
+        table[j] = (nc_edge_span){in_slot ? at : nc_vec_off(send, j), len, r, (uint32_t)in_slot};
+        if (in_slot) memcpy((char *)table + at, nc_vec_at(send, j), len);
+        at += in_slot ? len : 0;
+        direct |= reader && !in_slot;
+        if (reader) nc_neighbor_add_reader(n, marks, c->node_rank_of[r], &nreaders);
+    }
+    /* (the publication's length is the table's: a reader finds its edges in it) */
+    nc_move_publish(n, seq, send->base, 0, (uint64_t)nb->outdegree);
+    nc_move_release(n, seq, n->move_readers, nreaders);
+    return direct;
+}
+
+/* The sender's out-edge feeding in-edge k of a graph, found once in its table: its m-th
+ * edge to me feeds my m-th edge from it. */
+static int find_match(const nc_comm *c, const nc_pub *p, int k)
+{
+    const nc_edge_span *table = (const nc_edge_span *)(const void *)p->table;
+    int m = c->neighbors->in_occurrence[k];
+    for (uint64_t j = 0; j < p->bytes; j++)
+        if (table[j].peer == c->rank && m-- == 0) return (int)j;
+    return NC_NO_EDGE; /* (an erroneous graph: nothing is sent to this edge) */
+}
+
+static void read_edge(nc_comm *c, const nc_args *a, int k)
+{
+    nc_neighbors *nb = c->neighbors;
+    const nc_vec *recv = a->move.recv_vec;
+    nc_pub p = nc_move_pub(c, c->node_rank_of[nb->in[k]]);
+    if (nb->in_match[k] == -1) nb->in_match[k] = find_match(c, &p, k);
+    if (nb->in_match[k] < 0 || (uint64_t)nb->in_match[k] >= p.bytes) return;
+    nc_edge_span e = ((const nc_edge_span *)(const void *)p.table)[nb->in_match[k]];
+    nc_neighbor_read_block(c, &p, (int)e.in_slot, e.off, recv, k, nc_fit(c, e.len, nc_vec_len(recv, k)));
+}
+
+static const nc_neighbor_kind alltoall = {publish, read_edge, block};
+
+static nc_step progress(nc_op *op, void *state) { return nc_neighbor_progress(op, state, &alltoall); }
+
+const nc_algorithm nc_neighbor_alltoall = {NC_ALG_CMA, nc_neighbor_applies, NULL, progress, 0};
