@@ -162,11 +162,11 @@ static const struct coll table[] = {
     {"allgatherv_skewed", &forms_allgatherv, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_SKEWED, PAT_SKEWED},
     {"alltoallw_ring", &forms_alltoallw, DF | AD, BLK_ALL, BLK_ALL, OUT_ALL, TR_RING, PAT_RING},
     /* Neighbourhood collectives (neighbors.c; n: the largest block). */
-    {"neighbor_alltoallv_stencil", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
+    {"neighbor_alltoallv_stencil", &forms_neighbor_alltoallv, DF, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
      PAT_STENCIL},
     {"neighbor_alltoallw_stencil", &forms_neighbor_alltoallw, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_STENCIL,
      PAT_STENCIL},
-    {"neighbor_alltoallv_graph", &forms_neighbor_alltoallv, 0, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_EACH, PAT_GRAPH},
+    {"neighbor_alltoallv_graph", &forms_neighbor_alltoallv, DF, BLK_EDGES, BLK_EDGES, OUT_ALL, TR_EACH, PAT_GRAPH},
     {"reduce_scatter", &forms_reduce_scatter, RD | AD, BLK_ALL, BLK_ONE, OUT_ALL, TR_RSCATTER, PAT_UNIFORM},
     {"reduce_scatter_block", &forms_reduce_scatter_block, DF | RD | AD, BLK_ALL, BLK_ONE, OUT_ALL,
      TR_RSCATTER, PAT_UNIFORM},
