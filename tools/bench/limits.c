@@ -143,7 +143,10 @@ static void node_close(struct node_ctx *n)
  * without a core would hold rank 0 for a time slice per round trip: rank 0 writes `stop`,
  * a value no measurement uses, on a line of its own that rank 1 looks at while it waits,
  * and waits for rank 1's stop + 1, or for rank 1's last answer (rank 1 finished and will
- * not look again).  The batches finished by then count; INFINITY if none did.
+ * not look again).  The batches finished by then count, but not one in which a rank gave
+ * its core away (a wait that long is the partner off its core: that batch measured the
+ * scheduler, and a round trip taken from it made the latency bound too high to be one);
+ * INFINITY if none did, and the bound then has no latency term.
  *
  * Release stores and acquire loads, as nodecoll's flags use: a sequentially consistent
  * store is a locked instruction on x86, whose cost in every round trip made the measured
@@ -159,9 +162,11 @@ static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int ba
     n->seq = stop + 1;
     for (int b = 0; b <= batches; b++) {
         double t0 = now_s();
+        int yielded = 0; /* (then the batch timed the scheduler, not the machine) */
         for (int i = 0; i < batch; i++, first += 2, wait += 2) {
             if (n->rank == 0) atomic_store_explicit(mine, first, memory_order_release);
             for (unsigned polls = 1; atomic_load_explicit(theirs, memory_order_acquire) != wait; polls++) {
+                yielded |= polls >= SPIN_POLLS;
                 pause_after(polls);
                 if (polls % RTT_STOP_POLLS) continue;
                 if (n->rank == 1 && atomic_load_explicit(stop_line, memory_order_acquire) == stop) {
@@ -173,7 +178,7 @@ static double measure_rtt_ns(struct node_ctx *n, int one_line, int batch, int ba
             if (n->rank == 1) atomic_store_explicit(mine, first, memory_order_release);
         }
         double t = (now_s() - t0) / batch * 1e9;
-        if (b > 0 && t < best) best = t; /* batch 0 warms up */
+        if (b > 0 && !yielded && t < best) best = t; /* batch 0 warms up */
         if (n->rank == 0 && b < batches && now_s() - start > cap) goto stopped;
     }
     return best;

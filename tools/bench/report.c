@@ -121,9 +121,13 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
 static void print_limits(FILE *out, const struct limits *l)
 {
     char sz[32];
-    fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line%s)\n",
-            l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns,
-            l->node_ranks > l->cores ? "" : "; measured again after every point, the lowest counts");
+    if (isnan(l->rtt_ns))
+        fprintf(out, "# cache-line round trip rank 0 <-> 1: not measured (every batch saw a rank wait off "
+                     "its core); the bounds have no latency term\n");
+    else
+        fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line%s)\n",
+                l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns,
+                l->node_ranks > l->cores ? "" : "; measured again after every point, the lowest counts");
     fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
         format_bytes(sz, sizeof sz, l->size[i]);
