@@ -53,7 +53,7 @@ static void copy_own(nc_comm *c, const nc_args *a, const nc_neighbor_kind *kind)
     }
 }
 
-/* Seed 001's bins: the in-edges from other ranks of my node with something to receive, those
+/* Balaji et al.'s bins: the in-edges from other ranks of my node with something to receive, those
  * of at most NODECOLL_NEIGHBOR_SMALL bytes first; how many. */
 static int bin(const nc_comm *c, const nc_args *a, int *edges)
 {
