@@ -2,9 +2,11 @@
 
 #include "bridge.h"
 #include "neighbor_lists.h"
+#include "request.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +73,39 @@ static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
+/* nodecoll's own MPI_COMM_SELF: no program message ever matches on it, and its errors return. */
+static MPI_Comm own_self = MPI_COMM_NULL;
+
+/* A receive nothing ever matches: testing it drives the host's whole progress engine (Open
+ * MPI's opal_progress, MPICH's progress test).  A probe would not do: MPICH 4.0 answers a
+ * probe on a one-rank communicator without its progress engine.  One thread tests it at a
+ * time (MPI forbids two), the others skip. */
+static MPI_Request poke_request = MPI_REQUEST_NULL;
+static int poke_sink;
+static atomic_flag poking = ATOMIC_FLAG_INIT;
+
+static void poke_host(void)
+{
+    if (atomic_flag_test_and_set_explicit(&poking, memory_order_acquire)) return;
+    int done = 0;
+    PMPI_Test(&poke_request, &done, MPI_STATUS_IGNORE);
+    atomic_flag_clear_explicit(&poking, memory_order_release);
+}
+
 static void create_keyval(void)
 {
     /* Not copied on MPI_Comm_dup: a duplicate builds its own state (and segment) lazily. */
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, NULL);
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &own_self) != MPI_SUCCESS) return;
+    PMPI_Comm_set_errhandler(own_self, MPI_ERRORS_RETURN);
+    if (PMPI_Irecv(&poke_sink, 1, MPI_INT, 0, 0, own_self, &poke_request) == MPI_SUCCESS)
+        nc_engine_set_host_poke(poke_host);
+}
+
+MPI_Comm nc_mpi_own_self(void)
+{
+    pthread_once(&keyval_once, create_keyval);
+    return own_self;
 }
 
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason) { nc_stats_count(coll, reason, 0); }
@@ -368,6 +399,18 @@ static void keep_rules_for_node(nc_mpi_comm *s)
     c->tune = NULL;
 }
 
+/* Setting up makes blocking host calls on the communicator, which cannot move this rank's
+ * outstanding nonblocking operations: a peer waiting for one of them before its own first
+ * collective here would never arrive.  So the ranks first meet in a nonblocking barrier
+ * awaited with nodecoll's progress; after it every rank is inside this set-up, and its
+ * blocking steps need nothing else from anyone.  (Every rank sets up in the same call, so
+ * every rank meets.) */
+static void meet_before_setup(MPI_Comm comm)
+{
+    MPI_Request r;
+    if (PMPI_Ibarrier(comm, &r) == MPI_SUCCESS) nc_mpi_wait_host(&r, MPI_STATUS_IGNORE);
+}
+
 static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
 {
     nc_comm *c = &s->coll;
@@ -377,6 +420,7 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     PMPI_Comm_size(comm, &c->size);
     if (c->size == 1) return NC_ALG_PMPI_SIZE1;
     PMPI_Comm_rank(comm, &c->rank);
+    meet_before_setup(comm);
     adopt_root_settings(c, comm);
     nc_mpi_neighbor_lists_read(c, comm); /* (before the segment: it sizes the edge tables) */
     long cores;
@@ -596,4 +640,10 @@ void nc_mpi_release_all(void)
         if (PMPI_Comm_delete_attr(s->comm, comm_keyval) != MPI_SUCCESS) destroy(s);
     }
     if (comm_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&comm_keyval);
+    nc_engine_set_host_poke(NULL);
+    if (poke_request != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&poke_request);
+        PMPI_Wait(&poke_request, MPI_STATUS_IGNORE);
+    }
+    if (own_self != MPI_COMM_NULL) PMPI_Comm_free(&own_self);
 }

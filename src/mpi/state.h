@@ -132,5 +132,8 @@ int nc_mpi_raise(MPI_Comm comm, int err);
 
 /* Frees every communicator's state; called at MPI_Finalize. */
 void nc_mpi_release_all(void);
+/* A duplicate of MPI_COMM_SELF for nodecoll's own use (errors return); MPI_COMM_NULL if it
+ * could not be made. */
+MPI_Comm nc_mpi_own_self(void);
 
 #endif

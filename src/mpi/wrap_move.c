@@ -41,6 +41,9 @@ static MPI_Datatype type_of(const nc_move_vec *m, int i) { return m->types ? m->
 static int displs_wide(const nc_move_vec *m) { return m->wide || m->aint_displs; }
 
 /* base + off as an address (base may be MPI_BOTTOM, a null pointer, with absolute offsets). */
+/* No mapping starts below this address (Linux's vm.mmap_min_addr is a page or more). */
+#define NC_FIRST_MAPPABLE 4096
+
 static char *address_at(const char *base, int64_t off) { return (char *)((uintptr_t)base + (uintptr_t)off); }
 
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
@@ -154,8 +157,8 @@ static void vec_scratch_tables(nc_mpi_comm *s, const nc_move_args *a, nc_move_ve
     m->signed_offs = (int64_t *)(void *)(tables + 4 * n);
 }
 
-/* The handle a request uses for `type`: its own duplicate (also left in *held, to release),
- * or `type` itself (predefined: nothing to hold). */
+/* The handle a request uses for `type`, held (also left in *held, to release; see
+ * nc_mpi_hold_type), or `type` itself (predefined: nothing to hold). */
 static MPI_Datatype held_type(MPI_Datatype type, MPI_Datatype *held)
 {
     *held = nc_mpi_hold_type(type);
@@ -221,7 +224,10 @@ static int vec_describe(nc_move_vec *m, int input)
         total += lens[i];
         if (lens[i] && signed_offs[i] < lowest) lowest = signed_offs[i];
     }
-    if (total && !m->user && dense) return 1; /* (MPI_BOTTOM with a derived type's absolute addresses is valid) */
+    /* A null buffer with data is MPI_BOTTOM, valid with absolute addresses: a derived type's,
+     * or displacements that are (from MPI_Get_address); blocks in the first page, where nothing
+     * is ever mapped, are the error of a null buffer. */
+    if (total && !m->user && dense && lowest < NC_FIRST_MAPPABLE) return 1;
     if (!dense && !input && open_in_place(m, signed_offs)) return 0;
     if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
         if (!total) lowest = 0;
