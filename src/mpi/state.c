@@ -331,7 +331,7 @@ static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
     struct {
         nc_config cfg;
         int32_t rules;
-    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count : 0};
+    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count + nc_mpi_tune_rules()->nodes : 0};
     /* Algorithm choices must match on every rank or ranks would wait on different flags. */
     PMPI_Bcast(&root, sizeof root, MPI_BYTE, 0, comm);
     c->cfg = root.cfg;
