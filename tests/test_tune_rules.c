@@ -107,7 +107,8 @@ int main(void)
     CHECK(n64 && n64->levels_line == 11 && n64->levels == 0 && !n64->layout_line, "node 64: levels flat only");
     CHECK(!nc_tune_node_find(&rules, 5) && nc_tune_has_ranks(&rules, 8), "a node size with only a layout has rules");
     r = nc_tune_find(&rules, NC_COLL_BCAST, 4, 1 << 20);
-    CHECK(r && nc_tune_param_of(r, NC_TUNE_CHUNK) == 262144 && nc_tune_param_of(r, NC_TUNE_RADIX) == 2, "bcast's chunk");
+    CHECK(r && nc_tune_param_of(r, NC_TUNE_CHUNK) == 262144 && nc_tune_param_of(r, NC_TUNE_RADIX) == 2,
+          "bcast's chunk and radix");
     {
         char line[200];
         nc_tune_format_layout(n4, line, sizeof line);
@@ -132,8 +133,8 @@ int main(void)
         nc_config_from_env(&cfg, NULL);
         nc_tune_adopt(&rules, 4, &cfg);
         CHECK(cfg.segment_size == 65536 && cfg.segments == 32 && cfg.topo_levels == (1 << 1 | 1 << 2),
-              "node 4 under NODECOLL_SEGMENTS=32: segment %lld, segments %lld, levels %lld", (long long)cfg.segment_size,
-              (long long)cfg.segments, (long long)cfg.topo_levels);
+              "node 4 under NODECOLL_SEGMENTS=32: segment %lld, segments %lld, levels %lld",
+              (long long)cfg.segment_size, (long long)cfg.segments, (long long)cfg.topo_levels);
         r = nc_tune_find(&rules, NC_COLL_BCAST, 4, 1 << 20);
         CHECK(r && r->chunk == 0 && r->radix == 2, "bcast's chunk yields to NODECOLL_CMA_CHUNK, its radix stays");
         r = nc_tune_find(&rules, NC_COLL_ALLREDUCE, 4, 1 << 20);
@@ -172,7 +173,8 @@ int main(void)
         {"bcast 4 0 1K shm radix=0\n", 7, "radix"},
         {"bcast 4 0 1K shm fanin=2\n", 7, "radix"},
         {"bcast 4 0 1K shm radix=2 extra\n", 7, "\"extra\" is no parameter of a rule"},
-        {"bcast 4 0 1K shm radix=2 radix=4\n", 7, "\"radix=4\" is no parameter of a rule (radix=<n>, chunk=<bytes>, each once)"},
+        {"bcast 4 0 1K shm radix=2 radix=4\n", 7,
+         "\"radix=4\" is no parameter of a rule (radix=<n>, chunk=<bytes>, each once)"},
         {"bcast 4 0 1K shm chunk=64K\n", 7, "\"chunk=\" is a parameter of the cma algorithm only"},
         {"allreduce 4 0 1K cma chunk=1\n", 7, "\"chunk=1\" is out of range (NODECOLL_REDUCE_CHUNK: 64 .. 1G)"},
         {"bcast 4 0 1K cma chunk=1K\n", 7, "\"chunk=1K\" is out of range (NODECOLL_CMA_CHUNK: 4K .. 1T)"},

@@ -91,7 +91,7 @@ NC_EXPORT int nodecoll_comm_groups(MPI_Comm comm, char *groups, int len)
     const nc_hier *h = c->node.hier;
     int at = snprintf(groups, (size_t)len, "%s", h ? "" : "flat");
     for (int l = 1; h && l <= h->depth && at < len; l++)
-        at += snprintf(groups + at, (size_t)(len - at), "%s%s:%d", l > 1 ? " " : "", nc_topo_level_names[h->level[l - 1]],
-                       h->ngroups[l]);
+        at += snprintf(groups + at, (size_t)(len - at), "%s%s:%d", l > 1 ? " " : "",
+                       nc_topo_level_names[h->level[l - 1]], h->ngroups[l]);
     return MPI_SUCCESS;
 }

@@ -124,7 +124,9 @@ static void print_node_rules(const nc_tune_node *n, const nc_config *cfg)
     char line[200];
     nc_tune_format_layout(n, line, sizeof line);
     int segment_given = NC_CONFIG_GIVEN(cfg, segment_size) || NC_CONFIG_GIVEN(cfg, segments);
-    if (*line) printf("  line %-4d %s%s\n", n->layout_line, line, segment_given ? "  (NODECOLL_SEGMENT* given win)" : "");
+    if (*line)
+        printf("  line %-4d %s%s\n", n->layout_line, line,
+               segment_given ? "  (NODECOLL_SEGMENT_SIZE or NODECOLL_SEGMENTS given wins)" : "");
     nc_tune_format_levels(n, line, sizeof line);
     if (*line)
         printf("  line %-4d %s%s\n", n->levels_line, line,

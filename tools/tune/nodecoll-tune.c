@@ -219,7 +219,11 @@ __attribute__((format(printf, 3, 4))) static void with(candidate *c, const char 
     va_end(ap);
 }
 
-static void bytes_text(int64_t v, char *out, size_t len) { nc_setting_format(nc_setting_named("CMA_CHUNK"), v, out, len); }
+/* A byte count as a SIZE setting takes it ("256K"). */
+static void bytes_text(int64_t v, char *out, size_t len)
+{
+    nc_setting_format(nc_setting_named("CMA_CHUNK"), v, out, len);
+}
 
 /* The registry's own choice first ("auto": its algorithm is read from the counters at each
  * size), then every algorithm forced; the cma algorithm with other steps (measured only
@@ -824,8 +828,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "nodecoll-tune: cannot write %s: %s\n", o.out, strerror(errno));
             rc = 1;
         } else {
-            fprintf(stderr, "nodecoll-tune: %d rules%s for %d ranks per node in %s (%.0f s); nodecoll-info lists them\n",
-                    rules->count, rules->nodes ? " and node-wide lines" : "", node_size, o.out, now() - bar.started);
+            fprintf(stderr,
+                    "nodecoll-tune: %d rules%s for %d ranks per node in %s (%.0f s); nodecoll-info lists them\n",
+                    rules->count, rules->nodes ? " and node-wide lines" : "", node_size, o.out,
+                    now() - bar.started);
         }
     }
     free(rules);
