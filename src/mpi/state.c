@@ -536,6 +536,8 @@ int nc_mpi_is_set_up(MPI_Comm comm)
 
 nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
 {
+    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
+    if (recent) return recent; /* (the usual case, answered inline) */
     if (!nc_mpi_is_set_up(comm)) {
         nc_mpi_fallback(coll, NC_ALG_PMPI_NOT_SET_UP);
         return NULL;

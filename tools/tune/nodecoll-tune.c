@@ -548,11 +548,12 @@ static void measure_algorithms(phase *ph, const plan *p, const options *o, winne
 }
 
 /* Measures a node-wide phase at all its points and returns the candidate whose geometric
- * mean of time ratios to the first is best, if that is WIN_FACTOR better (else 0). */
+ * mean of time ratios to the first is best, if that is WIN_FACTOR better and it was faster at
+ * most points (one point's noise must not carry a node-wide choice), else 0. */
 static int measure_node_wide(phase *ph, const plan *p, const options *o, const char *what, progress_bar *bar)
 {
     double log_sum[MAX_CANDS] = {0};
-    int points[MAX_CANDS] = {0};
+    int points[MAX_CANDS] = {0}, faster[MAX_CANDS] = {0};
     open_candidates(ph->c, ph->n);
     for (int i = 0; i < ph->npoints; i++) {
         if (!measured_at(ph, 0, ph->point[i].bytes)) continue;
@@ -560,7 +561,9 @@ static int measure_node_wide(phase *ph, const plan *p, const options *o, const c
         if (o->verbose && world_rank == 0) print_point(ph, i, p, -1);
         for (int j = 1; ph->c[0].valid && j < ph->n; j++) {
             if (!ph->c[j].valid) continue;
-            log_sum[j] += log(median(ph->c[j].t, p->rounds) / median(ph->c[0].t, p->rounds));
+            double ratio = median(ph->c[j].t, p->rounds) / median(ph->c[0].t, p->rounds);
+            log_sum[j] += log(ratio);
+            faster[j] += ratio < 1;
             points[j]++;
         }
         progress(bar, point_cost(ph, i, p));
@@ -572,9 +575,10 @@ static int measure_node_wide(phase *ph, const plan *p, const options *o, const c
     say("%s:", what);
     for (int j = 1; j < ph->n; j++) {
         double ratio = points[j] ? exp(log_sum[j] / points[j]) : 0;
-        if (ratio > 0) say(" %s %.2fx%s", ph->c[j].label, ratio, j + 1 < ph->n ? "," : "");
+        if (ratio > 0) say(" %s %.3fx (faster at %d of %d)%s", ph->c[j].label, ratio, faster[j], points[j],
+                           j + 1 < ph->n ? "," : "");
         else say(" %s did not run%s", ph->c[j].label, j + 1 < ph->n ? "," : "");
-        if (ratio > 0 && ratio < best_ratio) best = j, best_ratio = ratio;
+        if (ratio > 0 && ratio < best_ratio && 2 * faster[j] > points[j]) best = j, best_ratio = ratio;
     }
     if (best_ratio > 1 / WIN_FACTOR) best = 0;
     say(" the time of %s -> %s\n", ph->c[0].label, best ? ph->c[best].label : "kept");
