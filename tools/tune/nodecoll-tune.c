@@ -362,8 +362,10 @@ static void close_candidates(candidate *c, int n)
 typedef struct plan {
     size_t sizes[MAX_SIZES];
     int nsizes, rounds;
-    double target; /* seconds per measurement */
-    double bandwidth;
+    double target;    /* seconds per measurement */
+    double bandwidth; /* memcpy's */
+    double sync;      /* seconds a measurement's own synchronisation takes here */
+    double setup;     /* seconds a candidate's communicator takes to set up */
 } plan;
 
 /* One phase: candidates and the (collective, size) points they are measured at. */
@@ -396,11 +398,11 @@ static int measured_at(const phase *ph, int j, size_t bytes)
 }
 
 /* Seconds one measurement of `bytes` takes: the target, or a few calls of a large message
- * (a call moves the message about four times at memcpy speed). */
+ * (a call moves the message about four times at memcpy speed), and its synchronisation. */
 static double point_seconds(const plan *p, size_t bytes)
 {
     double call = 4.0 * (double)bytes / p->bandwidth + 2e-6;
-    return (p->target > 2 * call ? p->target : 2 * call) * 1.2;
+    return (p->target > 2 * call ? p->target : 2 * call) * 1.2 + p->sync;
 }
 
 /* The rounds, a probe and a calibration of each candidate measured at point i. */
@@ -414,20 +416,49 @@ static double point_cost(const phase *ph, int i, const plan *p)
 /* A phase's seconds: its points, and a set-up per candidate. */
 static double phase_cost(const phase *ph, const plan *p)
 {
-    double total = ph->n > 1 ? ph->n * 0.02 : 0;
+    double total = ph->n > 1 ? ph->n * p->setup : 0;
     for (int i = 0; ph->n > 1 && i < ph->npoints; i++) total += point_cost(ph, i, p);
     return total;
 }
 
-/* memcpy's bytes per second on a message of `bytes` (the slowest rank's). */
+/* memcpy's bytes per second on a message of `bytes` (the slowest rank's best of five tries:
+ * the prediction is for an idle machine, and one try that lost its core to another job made
+ * it four times too long). */
 static double copy_bandwidth(size_t bytes)
 {
+    double best = 0, slowest;
     memcpy(rbuf, sbuf, bytes);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < 3; i++) memcpy(rbuf, sbuf, bytes);
-    double bw = 3.0 * (double)bytes / (MPI_Wtime() - t0 + 1e-9), slowest;
-    PMPI_Allreduce(&bw, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    for (int try = 0; try < 5; try++) {
+        double t0 = MPI_Wtime();
+        memcpy(rbuf, sbuf, bytes);
+        double bw = (double)bytes / (MPI_Wtime() - t0 + 1e-9);
+        best = bw > best ? bw : best;
+    }
+    PMPI_Allreduce(&best, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     return slowest;
+}
+
+/* What measuring costs here besides the calls (the slowest rank's): the barrier and the
+ * reduction of a measurement, and a candidate's set-up (a duplicate, its first collective,
+ * its release); with more ranks than cores these dominate a quick run. */
+static void measure_overheads(plan *p)
+{
+    double t0 = MPI_Wtime(), x = 0, y;
+    for (int i = 0; i < 5; i++) {
+        PMPI_Barrier(node);
+        PMPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_MAX, node);
+    }
+    double mine[2] = {(MPI_Wtime() - t0) / 5, 0};
+    MPI_Comm dup;
+    t0 = MPI_Wtime();
+    MPI_Comm_dup(node, &dup);
+    MPI_Barrier(dup);
+    MPI_Comm_free(&dup);
+    mine[1] = MPI_Wtime() - t0;
+    double slowest[2];
+    PMPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    p->sync = slowest[0];
+    p->setup = slowest[1];
 }
 
 static double now(void)
@@ -544,7 +575,7 @@ static void measure_algorithms(phase *ph, const plan *p, const options *o, winne
         progress(bar, point_cost(ph, i, p));
     }
     close_candidates(ph->c, ph->n);
-    progress(bar, ph->n * 0.02);
+    progress(bar, ph->n * p->setup);
 }
 
 /* Measures a node-wide phase at all its points and returns the candidate whose geometric
@@ -569,7 +600,7 @@ static int measure_node_wide(phase *ph, const plan *p, const options *o, const c
         progress(bar, point_cost(ph, i, p));
     }
     close_candidates(ph->c, ph->n);
-    progress(bar, ph->n * 0.02);
+    progress(bar, ph->n * p->setup);
     int best = 0;
     double best_ratio = 1;
     say("%s:", what);
@@ -810,6 +841,7 @@ int main(int argc, char **argv)
     memset(sbuf, 1, largest);
     memset(rbuf, 0, largest);
     p.bandwidth = copy_bandwidth(largest);
+    measure_overheads(&p);
     plan_run(r, &o, &p);
     progress_bar bar = {0, run_cost(r, &o, &p), now()};
     say("nodecoll-tune%s: %d ranks per node, %d sizes from 8 B to %zu B, about %.0f s\n", o.quick ? " --quick" : "",
