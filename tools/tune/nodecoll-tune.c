@@ -438,19 +438,21 @@ static double copy_bandwidth(size_t bytes)
     return slowest;
 }
 
-/* What measuring costs here besides the calls (the slowest rank's): the barrier and the
- * reduction of a measurement, and a candidate's set-up (a duplicate, its first collective,
- * its release); with more ranks than cores these dominate a quick run. */
+/* What measuring costs here besides the calls (the slowest rank's, the best of five tries as
+ * for memcpy): the barrier and the reduction of a measurement, and a candidate's set-up (a
+ * duplicate, its first collective, its release); with more ranks than cores these dominate
+ * a quick run. */
 static void measure_overheads(plan *p)
 {
-    double t0 = MPI_Wtime(), x = 0, y;
+    double x = 0, y, mine[2] = {1e9, 0};
     for (int i = 0; i < 5; i++) {
+        double t0 = MPI_Wtime();
         PMPI_Barrier(node);
         PMPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_MAX, node);
+        mine[0] = fmin(mine[0], MPI_Wtime() - t0);
     }
-    double mine[2] = {(MPI_Wtime() - t0) / 5, 0};
     MPI_Comm dup;
-    t0 = MPI_Wtime();
+    double t0 = MPI_Wtime();
     MPI_Comm_dup(node, &dup);
     MPI_Barrier(dup);
     MPI_Comm_free(&dup);
