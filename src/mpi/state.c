@@ -362,7 +362,7 @@ static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
     struct {
         nc_config cfg;
         int32_t rules;
-    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count : 0};
+    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count + nc_mpi_tune_rules()->nodes : 0};
     /* Algorithm choices must match on every rank or ranks would wait on different flags. */
     PMPI_Bcast(&root, sizeof root, MPI_BYTE, 0, comm);
     c->cfg = root.cfg;
@@ -386,12 +386,31 @@ static int first_word_on(int size)
     return !seen;
 }
 
+/* Whether every node of the communicator has as many ranks as this one.  Node-wide rules
+ * (layout, levels) need it: an element larger than one node's segments would send a
+ * reduction to the host on that node only. */
+static int nodes_alike(const nc_comm *c)
+{
+    for (int k = 0; k < c->bridge.size; k++)
+        if (c->node_start[k + 1] - c->node_start[k] != c->node.size) return 0;
+    return 1;
+}
+
 /* Rules for other node sizes than this node's are no rules: the defaults serve it, and the
- * first node rank 0 of a node of each such size says so (once per process and size). */
+ * first node rank 0 of a node of each such size says so (once per process and size).  The
+ * rules kept take their part of the settings (core/tune.h: nc_tune_adopt), the same on
+ * every rank. */
 static void keep_rules_for_node(nc_mpi_comm *s)
 {
     nc_comm *c = &s->coll;
-    if (!c->tune || nc_tune_has_ranks(c->tune, c->node.size)) return;
+    if (!c->tune) return;
+    if (nc_tune_has_ranks(c->tune, c->node.size)) {
+        int alike = nodes_alike(c);
+        if (!alike && nc_tune_node_find(c->tune, c->node.size))
+            say(&c->cfg, 1, s->comm, "nodes of different sizes: the rules' layout and levels lines are not used");
+        nc_tune_adopt(c->tune, alike ? c->node.size : 0, &c->cfg); /* (no node has 0 ranks) */
+        return;
+    }
     if (c->node.rank == 0 && first_word_on(c->node.size))
         fprintf(stderr, "nodecoll: %s has no rules for %d ranks per node: the built-in defaults serve them\n",
                 c->tune->source, c->node.size);
@@ -425,8 +444,8 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     nc_mpi_neighbor_lists_read(c, comm); /* (before the segment: it sizes the edge tables) */
     long cores;
     split_node(s, comm, &physical_size, &cores);
-    keep_rules_for_node(s);
     build_bridge_and_tables(s, comm);
+    keep_rules_for_node(s); /* (before the segment: its layout and groups may be ruled) */
     int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
     int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores, cores_per_rank);
     /* One node without shared memory would leave the others waiting in a different
@@ -549,15 +568,21 @@ nc_mpi_comm *nc_mpi_state_lookup(MPI_Comm comm, nc_coll_id coll)
     return s;
 }
 
-nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
+int nc_mpi_is_set_up(MPI_Comm comm)
 {
-    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
-    if (recent) return recent; /* (set up, or it would not be remembered) */
+    if (nc_mpi_recent_state(comm)) return 1; /* (set up, or it would not be remembered) */
     void *value = NULL;
     int found = 0;
     if (nc_config_get()->enable && comm != MPI_COMM_NULL && comm_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
-    if (!found) {
+    return found;
+}
+
+nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
+{
+    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
+    if (recent) return recent; /* (the usual case, answered inline) */
+    if (!nc_mpi_is_set_up(comm)) {
         nc_mpi_fallback(coll, NC_ALG_PMPI_NOT_SET_UP);
         return NULL;
     }

@@ -75,7 +75,7 @@ static void plan(nc_op *op, void *state)
     size_t bytes = st->head.call.bytes;
     int radix = nc_registry_radix(c, NC_COLL_BCAST, bytes, c->cfg.bcast_radix);
     st->tree = nc_bcast_tree_at(&op->c->node, st->head.call.root, radix);
-    st->chunk = (size_t)c->cfg.cma_chunk;
+    st->chunk = (size_t)nc_registry_param(c, NC_COLL_BCAST, bytes, NC_TUNE_CHUNK, c->cfg.cma_chunk);
     /* Push needs every non-root to be a direct child of the root (no forwarding, no groups). */
     st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && radix >= n->size - 1 && !n->hier;
 }
