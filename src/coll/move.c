@@ -181,6 +181,7 @@ void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
     nc_flag *f = nc_frag_signal(n, small_flag, n->rank, g);
     atomic_store_explicit(&f->aux[0], header, memory_order_relaxed);
     nc_flag_post(f, g + 1);
+    __builtin_prefetch(nc_frag_signal(n, small_flag, n->rank, g + 8), 1, 3);
 }
 
 void nc_small_put_in_round(nc_node *n, uint64_t g)
@@ -229,7 +230,7 @@ void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload
     char *slot = nc_small_take(n, g, payload);
     nc_small_span *table = (nc_small_span *)(void *)slot;
     size_t at = small_table_bytes(n);
-    memset(table, 0, at);
+    for (int r = 0; r < n->size; r++) table[r] = (nc_small_span){0, 0}; /* (a few entries: no memset call) */
     for (int i = 0; i < c->size; i++) {
         if (!reads_block(c, v, i)) continue;
         size_t len = nc_vec_len(v, i);
