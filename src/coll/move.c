@@ -156,7 +156,7 @@ void nc_move_done(nc_node *n, uint64_t seq) { nc_flag_post(&nc_node_ctl(n, n->ra
 
 /* The flag that announces fragment g (its data after the header word), and the ring
  * segment that holds a payload beyond it. */
-static const nc_frag_place small_flag = {1, NC_INLINE_HEADER}, small_ring = {0, 0};
+static const nc_frag_place small_flag = {1, NC_INLINE_HEADER};
 
 static int in_flag(uint64_t payload) { return payload <= NC_INLINE_ALIGNED_MAX; }
 
@@ -167,13 +167,13 @@ int nc_small_fits(const nc_comm *c, size_t bytes)
 
 int nc_small_free(nc_op *op, nc_node *n, uint64_t g, size_t payload)
 {
-    return nc_slot_free(op, n, small_flag, g) && (in_flag(payload) || nc_slot_free(op, n, small_ring, g));
+    return nc_slot_free(op, n, small_flag, g) && (in_flag(payload) || nc_slot_free(op, n, nc_ring_place, g));
 }
 
 char *nc_small_take(nc_node *n, uint64_t g, size_t payload)
 {
     char *data = nc_slot_take(n, small_flag, g, NULL);
-    return in_flag(payload) ? data : nc_slot_take(n, small_ring, g, NULL);
+    return in_flag(payload) ? data : nc_slot_take(n, nc_ring_place, g, NULL);
 }
 
 void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
@@ -205,7 +205,7 @@ int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_sma
     s->bytes = atomic_load_explicit(&f->aux[0], memory_order_relaxed);
     s->data = s->bytes == NC_SMALL_IN_ROUND ? NULL
               : in_flag(s->bytes)           ? nc_frag_data(n, small_flag, peer, g)
-                                            : nc_frag_data(n, small_ring, peer, g);
+                                            : nc_frag_data(n, nc_ring_place, peer, g);
     return 1;
 }
 
