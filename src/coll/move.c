@@ -181,7 +181,6 @@ void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
     nc_flag *f = nc_frag_signal(n, small_flag, n->rank, g);
     atomic_store_explicit(&f->aux[0], header, memory_order_relaxed);
     nc_flag_post(f, g + 1);
-    __builtin_prefetch(nc_frag_signal(n, small_flag, n->rank, g + 8), 1, 3);
 }
 
 void nc_small_put_in_round(nc_node *n, uint64_t g)
