@@ -198,9 +198,16 @@ void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes)
 
 int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_small *s)
 {
+    if (nc_small_posted(c, peer, g, s)) return 1;
+    return nc_flag_reached(op, nc_frag_signal(&c->node, small_flag, peer, g), g + 1) && nc_small_posted(c, peer, g, s);
+}
+
+int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s)
+{
     const nc_node *n = &c->node;
     const nc_flag *f = nc_frag_signal(n, small_flag, peer, g);
-    if (!nc_flag_reached(op, f, g + 1)) return 0;
+    if (nc_flag_read(f) < g + 1) return 0;
+    if (!s) return 1;
     s->bytes = atomic_load_explicit(&f->aux[0], memory_order_relaxed);
     s->data = s->bytes == NC_SMALL_IN_ROUND ? NULL
               : in_flag(s->bytes)           ? nc_frag_data(n, small_flag, peer, g)

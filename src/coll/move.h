@@ -169,7 +169,10 @@ void nc_small_post(nc_node *n, uint64_t g, uint64_t header);
 void nc_small_put_in_round(nc_node *n, uint64_t g);
 /* Takes, fills with `bytes` of `data` and posts my slot of fragment g (once free). */
 void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes);
-/* For `ready` expressions: whether node rank `peer` has posted fragment g; then *s says where. */
+/* Whether node rank `peer` has posted fragment g (no wait recorded); then *s (if not NULL)
+ * says where. */
+int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s);
+/* The same for `ready` expressions. */
 int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_small *s);
 /* I am done with every fragment up to g (every rank, at the end of its call). */
 static inline void nc_small_done(nc_node *n, uint64_t g) { nc_flag_post(&nc_node_ctl(n, n->rank)->cons, g + 1); }
