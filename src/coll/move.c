@@ -208,7 +208,9 @@ int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s)
     const nc_flag *f = nc_frag_signal(n, small_flag, peer, g);
     if (nc_flag_read(f) < g + 1) return 0;
     if (!s) return 1;
-    s->bytes = atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+    uint64_t header = atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+    s->uniform = header != NC_SMALL_IN_ROUND && (header & NC_SMALL_UNIFORM);
+    s->bytes = s->uniform ? header & ~NC_SMALL_UNIFORM : header;
     s->data = s->bytes == NC_SMALL_IN_ROUND ? NULL
               : in_flag(s->bytes)           ? nc_frag_data(n, small_flag, peer, g)
                                             : nc_frag_data(n, nc_ring_place, peer, g);
@@ -223,8 +225,25 @@ static int reads_block(const nc_comm *c, const nc_vec *v, int i)
 
 static size_t small_table_bytes(const nc_node *n) { return (size_t)n->size * sizeof(nc_small_span); }
 
+/* The length every other rank of my node gets, if they all get the same non-zero one; else 0. */
+static size_t uniform_len(const nc_comm *c, const nc_vec *v)
+{
+    size_t len = 0;
+    for (int i = 0; i < c->size; i++) {
+        if (i == c->rank || c->node_of[i] != c->node_of[c->rank]) continue;
+        if (!nc_vec_len(v, i) || (len && nc_vec_len(v, i) != len)) return 0;
+        len = nc_vec_len(v, i);
+    }
+    return len;
+}
+
+/* Where reader `reader`'s block sits among publisher `publisher`'s alike blocks (node ranks). */
+static size_t uniform_index(int reader, int publisher) { return (size_t)(reader - (reader > publisher)); }
+
 size_t nc_small_blocks_bytes(const nc_comm *c, const nc_vec *v)
 {
+    size_t alike = uniform_len(c, v);
+    if (alike) return alike * (size_t)(c->node.size - 1);
     size_t total = small_table_bytes(&c->node);
     for (int i = 0; i < c->size; i++) total += reads_block(c, v, i) ? nc_vec_len(v, i) : 0;
     return total;
@@ -234,6 +253,13 @@ void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload
 {
     nc_node *n = &c->node;
     char *slot = nc_small_take(n, g, payload);
+    size_t alike = uniform_len(c, v);
+    if (alike) {
+        for (int i = 0; i < c->size; i++)
+            if (reads_block(c, v, i)) nc_vec_pack(v, i, slot + uniform_index(c->node_rank_of[i], n->rank) * alike, alike);
+        nc_small_post(n, g, payload | NC_SMALL_UNIFORM);
+        return;
+    }
     nc_small_span *table = (nc_small_span *)(void *)slot;
     size_t at = small_table_bytes(n);
     for (int r = 0; r < n->size; r++) table[r] = (nc_small_span){0, 0}; /* (a few entries: no memset call) */
@@ -247,10 +273,15 @@ void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload
     nc_small_post(n, g, payload);
 }
 
-const char *nc_small_my_block(const nc_comm *c, const nc_small *s, size_t *len)
+const char *nc_small_my_block(const nc_comm *c, const nc_small *s, int peer, size_t *len)
 {
+    const nc_node *n = &c->node;
+    if (s->uniform) {
+        *len = s->bytes / (uint64_t)(n->size - 1);
+        return s->data + uniform_index(n->rank, peer) * *len;
+    }
     nc_small_span span;
-    memcpy(&span, s->data + (size_t)c->node.rank * sizeof span, sizeof span);
+    memcpy(&span, s->data + (size_t)n->rank * sizeof span, sizeof span);
     *len = span.len;
     return s->data + span.off;
 }

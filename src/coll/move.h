@@ -143,15 +143,20 @@ void nc_move_done(nc_node *n, uint64_t seq);
 
 /* A flag header: the data is published in the call's round (move_pub), not in a slot. */
 #define NC_SMALL_IN_ROUND UINT64_MAX
+/* A header bit: a payload of one block per reader whose blocks are all alike (below). */
+#define NC_SMALL_UNIFORM ((uint64_t)1 << 62)
 
 /* What a reader learnt from a small publication's flag: `bytes` of payload at `data`
- * (shared memory), or data NULL: published in the round. */
+ * (shared memory), or data NULL: published in the round; `uniform`: its blocks are alike. */
 typedef struct nc_small {
     uint64_t bytes;
     const char *data;
+    int uniform;
 } nc_small;
 
-/* A payload of one block per reader starts with this table, indexed by node rank. */
+/* A payload of one block per reader: when every other rank of the node gets a block of the
+ * same length, the blocks in node-rank order and nothing else (a table would take a line
+ * more of a 128-byte Scatter); otherwise this table, indexed by node rank, then the blocks. */
 typedef struct nc_small_span {
     uint32_t off, len; /* from the payload's start */
 } nc_small_span;
@@ -181,8 +186,8 @@ static inline void nc_small_done(nc_node *n, uint64_t g) { nc_flag_post(&nc_node
  * the table: its bytes; and, once nc_small_free, taken, filled and posted. */
 size_t nc_small_blocks_bytes(const nc_comm *c, const nc_vec *v);
 void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload);
-/* My block in such a payload: its bytes at *len. */
-const char *nc_small_my_block(const nc_comm *c, const nc_small *s, size_t *len);
+/* My block in such a payload of node rank `peer`: its bytes at *len. */
+const char *nc_small_my_block(const nc_comm *c, const nc_small *s, int peer, size_t *len);
 
 /* ---- building blocks of the algorithms ------------------------------------------------ */
 

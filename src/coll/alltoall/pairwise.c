@@ -145,7 +145,7 @@ static void read_peer(void *ctx, size_t k)
 static void read_slot_block(nc_comm *c, const nc_vec *recv, const nc_small *s, int i)
 {
     size_t len;
-    const char *block = nc_small_my_block(c, s, &len);
+    const char *block = nc_small_my_block(c, s, c->node_rank_of[i], &len);
     nc_vec_unpack(recv, i, block, nc_fit(c, len, nc_vec_len(recv, i)));
 }
 

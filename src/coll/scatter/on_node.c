@@ -19,7 +19,7 @@ NC_STATE_FITS(scatter_state);
 static void take_my_block(nc_comm *c, const nc_args *a, const nc_small *s)
 {
     size_t len;
-    const char *block = nc_small_my_block(c, s, &len);
+    const char *block = nc_small_my_block(c, s, c->node_rank_of[a->root], &len);
     nc_data_unpack(a->move.recv, 0, block, nc_fit(c, len, a->move.recv_bytes));
 }
 
