@@ -256,7 +256,8 @@ void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload
     size_t alike = uniform_len(c, v);
     if (alike) {
         for (int i = 0; i < c->size; i++)
-            if (reads_block(c, v, i)) nc_vec_pack(v, i, slot + uniform_index(c->node_rank_of[i], n->rank) * alike, alike);
+            if (reads_block(c, v, i))
+                nc_vec_pack(v, i, slot + uniform_index(c->node_rank_of[i], n->rank) * alike, alike);
         nc_small_post(n, g, payload | NC_SMALL_UNIFORM);
         return;
     }

@@ -102,10 +102,11 @@
     "From this size up a single-copy Bcast whose root feeds every other rank directly also has the " \
     "root write a share into the receivers' buffers while they read the rest (0: never).") \
   X(move_slot,           SIZE, 16384,    0, 67108864, NULL, \
-    "Gather/Scatter/Allgather/Alltoall families and the neighbourhood collectives: a rank's publication of a call " \
-    "up to this many bytes is copied into its shared slots (its inline flag up to 112 bytes, else a ring segment: at " \
-    "most NODECOLL_SEGMENT_SIZE); readers copy it out and the publisher returns at once, waiting for its readers only " \
-    "when its ring of slots wraps.  Larger data is read straight from the publisher's buffer with single copy.") \
+    "Gather/Scatter/Allgather/Alltoall families and the neighbourhood collectives: a rank's publication of a " \
+    "call up to this many bytes is copied into its shared slots (its inline flag up to 112 bytes, else a ring " \
+    "segment: at most NODECOLL_SEGMENT_SIZE); readers copy it out and the publisher returns at once, waiting for " \
+    "its readers only when its ring of slots wraps.  Larger data is read straight from the publisher's buffer with " \
+    "single copy.") \
   X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
     "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (Balaji et al.'s bins; " \
     "zero-size peers are always skipped).") \

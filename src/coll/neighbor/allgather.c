@@ -28,7 +28,10 @@ static void fill_slot(nc_comm *c, const nc_args *a, char *slot)
     if (slot_bytes(c, a)) memcpy(slot, a->move.send, a->move.send_bytes);
 }
 
-static nc_pub slot_pub(const nc_small *s, int peer) { return (nc_pub){peer, 1, NULL, s->bytes, (const nc_span *)(const void *)s->data}; }
+static nc_pub slot_pub(const nc_small *s, int peer)
+{
+    return (nc_pub){peer, 1, NULL, s->bytes, (const nc_span *)(const void *)s->data};
+}
 
 static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks)
 {

@@ -27,12 +27,16 @@ static int read_on_node(const nc_comm *c, const nc_args *a, int j)
 /* In my slots: my out-degree (the table's entries), the edge table, then every block a
  * reader on my node takes; offsets from the table's start, as in the move area. */
 #define NC_SLOT_DEGREE_BYTES 16
-static size_t table_bytes(const nc_comm *c) { return nc_carved(sizeof(nc_edge_span) * (size_t)c->neighbors->outdegree); }
+static size_t table_bytes(const nc_comm *c)
+{
+    return nc_carved(sizeof(nc_edge_span) * (size_t)c->neighbors->outdegree);
+}
 
 static size_t slot_bytes(const nc_comm *c, const nc_args *a)
 {
     size_t total = NC_SLOT_DEGREE_BYTES + table_bytes(c);
-    for (int j = 0; j < c->neighbors->outdegree; j++) total += read_on_node(c, a, j) ? nc_vec_len(a->move.send_vec, j) : 0;
+    for (int j = 0; j < c->neighbors->outdegree; j++)
+        total += read_on_node(c, a, j) ? nc_vec_len(a->move.send_vec, j) : 0;
     return total;
 }
 

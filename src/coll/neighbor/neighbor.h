@@ -6,10 +6,11 @@
  * On the node, a rank publishes once per call and each receiver reads its in-edges straight
  * from their senders, from the sender's slots (move.h's small publications, when the whole
  * publication fits: the sender returns without waiting for its readers), its move area
- * (small blocks of a larger publication) or its buffer (single copy): nothing is forwarded.  In Balaji et al.'s bins: an in-edge with nothing to receive is never
- * looked at (no flag read, no wait), and of the senders that have published, the small
- * blocks are read before the large ones (a receiver waits only when none is ready, for the
- * first small one left).  Edges from myself are local copies.
+ * (small blocks of a larger publication) or its buffer (single copy): nothing is forwarded.
+ * In Balaji et al.'s bins: an in-edge with nothing to receive is never looked at (no flag
+ * read, no wait), and of the senders that have published, the small blocks are read before
+ * the large ones (a receiver waits only when none is ready, for the first small one left).
+ * Edges from myself are local copies.
  * Across nodes, every rank sends its non-empty out-blocks to the remote ranks point to point
  * (small before large, each receive posted first), in an order that makes MPI's message
  * ordering pair each block with its in-edge (nc_neighbor_progress). */
