@@ -217,7 +217,7 @@ int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s)
     return 1;
 }
 
-/* The other ranks of my node with a non-empty block of v, in node-rank order. */
+/* Whether comm rank i is another rank of my node with a non-empty block of v. */
 static int reads_block(const nc_comm *c, const nc_vec *v, int i)
 {
     return i != c->rank && c->node_of[i] == c->node_of[c->rank] && nc_vec_len(v, i);

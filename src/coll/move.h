@@ -182,8 +182,8 @@ int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_sma
 /* I am done with every fragment up to g (every rank, at the end of its call). */
 static inline void nc_small_done(nc_node *n, uint64_t g) { nc_flag_post(&nc_node_ctl(n, n->rank)->cons, g + 1); }
 
-/* A payload of block i of `v` for every other rank i of my node with a non-empty one, after
- * the table: its bytes; and, once nc_small_free, taken, filled and posted. */
+/* A payload of block i of `v` for every other rank i of my node with a non-empty one (alike,
+ * or after the table): its bytes; and, once nc_small_free, taken, filled and posted. */
 size_t nc_small_blocks_bytes(const nc_comm *c, const nc_vec *v);
 void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload);
 /* My block in such a payload of node rank `peer`: its bytes at *len. */
