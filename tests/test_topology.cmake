@@ -46,6 +46,14 @@ if(NODECOLL_MPI STREQUAL "openmpi")
   endif()
 endif()
 
+# A synthetic topology described in more than 127 characters is read whole.
+string(REPEAT " " 130 blanks)
+add_test(NAME nodecoll_info.long_synthetic
+         COMMAND ${CMAKE_COMMAND} -E env "HWLOC_SYNTHETIC=package:2${blanks}numa:2 l3:2 core:2"
+                 $<TARGET_FILE:nodecoll-info> --groups 8)
+set_tests_properties(nodecoll_info.long_synthetic PROPERTIES LABELS "${NODECOLL_MPI};quick"
+  PASS_REGULAR_EXPRESSION "package 2, numa 4, l3 8, core 16")
+
 # Tuning rules (issue 19 part 3).  Without MPI: the file format and every way a file can be
 # wrong.
 nodecoll_core_test(test_tune_rules)
@@ -69,18 +77,42 @@ if(TARGET nodecoll-tune)
                     ARGS ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules LABELS quick)
   set_tests_properties(test_tune.np2.roundtrip PROPERTIES FIXTURES_REQUIRED tuned_rules)
 endif()
-foreach(kind good malformed version mpi ranks params given badlayout)
-  nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "${kind}:" ARGS --crafted ${kind} LABELS quick)
+foreach(kind good malformed version mpi ranks fifo params given badlayout)
+  nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "${kind}:" ARGS --crafted ${kind} LABELS quick
+                    TIMEOUT 60)
 endforeach()
+# Each message once per job (twice: the reversed communicator's rank 0 said it again).
 set_tests_properties(test_tune.np2.malformed PROPERTIES
   PASS_REGULAR_EXPRESSION "rules:8: \"radix=2\" is no number of ranks per node; using the built-in defaults"
-  FAIL_REGULAR_EXPRESSION "FAIL")
+  FAIL_REGULAR_EXPRESSION "FAIL;built-in defaults.*built-in defaults")
 set_tests_properties(test_tune.np2.version PROPERTIES
   PASS_REGULAR_EXPRESSION "rules:2: written for nodecoll 0.0.0, this is nodecoll" FAIL_REGULAR_EXPRESSION "FAIL")
 set_tests_properties(test_tune.np2.mpi PROPERTIES
   PASS_REGULAR_EXPRESSION "rules:3: measured with No MPI 0" FAIL_REGULAR_EXPRESSION "FAIL")
-set_tests_properties(test_tune.np2.ranks PROPERTIES
-  PASS_REGULAR_EXPRESSION "has no rules for 2 ranks per node" FAIL_REGULAR_EXPRESSION "FAIL")
+set_tests_properties(test_tune.np2.ranks PROPERTIES PASS_REGULAR_EXPRESSION "has no rules for 2 ranks per node"
+  FAIL_REGULAR_EXPRESSION "FAIL;has no rules for 2 ranks per node.*has no rules for 2 ranks per node")
+set_tests_properties(test_tune.np2.fifo PROPERTIES
+  PASS_REGULAR_EXPRESSION "fifo-[0-9]+.rules: is not a regular file; using the built-in defaults"
+  FAIL_REGULAR_EXPRESSION "FAIL;built-in defaults.*built-in defaults")
+# The file the tuner writes (tests/test_tune_file.sh): within the parser's limits, what it
+# does not measure kept, a file nodecoll cannot use (or a FIFO) left alone, duplicates in
+# --coll, emulated nodes, the default location per MPI; nodecoll-info on files that are not
+# regular.
+if(TARGET nodecoll-tune)
+  foreach(scenario limit unusable subset duplicates emulated fifo default info)
+    set(np 2)
+    set(test nodecoll_tune.file.${scenario})
+    if(scenario STREQUAL "emulated")
+      set(np 4)
+    elseif(scenario STREQUAL "info")
+      set(test nodecoll_info.not_regular)
+    endif()
+    nodecoll_script_test(${test} ${np} ${CMAKE_CURRENT_SOURCE_DIR}/test_tune_file.sh ${MPIEXEC_EXECUTABLE}
+                         $<TARGET_FILE:nodecoll-tune> $<TARGET_FILE:nodecoll-info> ${NODECOLL_MPI} ${scenario})
+    set_tests_properties(${test} PROPERTIES LABELS "${NODECOLL_MPI};quick" PASS_REGULAR_EXPRESSION "passed"
+                         FAIL_REGULAR_EXPRESSION "FAIL")
+  endforeach()
+endif()
 set_tests_properties(test_tune.np2.badlayout PROPERTIES
   PASS_REGULAR_EXPRESSION "rules:5: \"segment=1K\" is out of range \\(NODECOLL_SEGMENT_SIZE: 4K \\.\\. 64M\\); using"
   FAIL_REGULAR_EXPRESSION "FAIL")

@@ -12,7 +12,10 @@
  *                           `version` (another nodecoll), `mpi` (another MPI) and `ranks`
  *                           (rules for another node size) must leave the built-in choices
  *                           (Barrier dissemination, Reduce tree, Allreduce flat) and say why on
- *                           stderr (CTest checks the message);
+ *                           stderr (CTest checks the message, said once per job: a reversed
+ *                           communicator, whose rank 0 is another process, sets up after
+ *                           MPI_COMM_WORLD); `fifo` (NODECOLL_TUNE_FILE names a FIFO) the same,
+ *                           at once (a FIFO opened for reading would wait for a writer);
  *                           `params` (format 2: a layout of 4 KiB segments, cma with chunks)
  *                           must be in force: the segment is too small for a 5000-byte element,
  *                           which the host then reduces; `given` is that file under
@@ -23,6 +26,7 @@
  *   tests' environment lists cannot carry: HWLOC_SYNTHETIC's).
  * Every result is checked against the host's PMPI call.  Linked with the static library, so
  * it can read the file with nodecoll's own parser. */
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -152,6 +156,11 @@ static void round_trip(const char *path)
 
 static void write_crafted(const char *kind, const char *path)
 {
+    remove(path);
+    if (!strcmp(kind, "fifo")) {
+        T_CHECK(mkfifo(path, 0600) == 0, "mkfifo %s failed", path);
+        return;
+    }
     FILE *f = fopen(path, "w");
     int ranks = strcmp(kind, "ranks") ? t_size : t_size + 97;
     int format2 = !strcmp(kind, "params") || !strcmp(kind, "given") || !strcmp(kind, "badlayout") ||
@@ -240,7 +249,8 @@ int main(int argc, char **argv)
         setenv("NODECOLL_CMA_CHUNK", "128K", 1);
     }
     if (crafted) { /* (rank 0 reads the rules, at the first collective: set it before) */
-        snprintf(path, sizeof path, "/tmp/nodecoll-test-tune-%s-%d.rules", argv[2], (int)getpid());
+        /* (one path for every rank: another rank 0 than MPI_COMM_WORLD's reads it too) */
+        snprintf(path, sizeof path, "/tmp/nodecoll-test-tune-%s-%d.rules", argv[2], (int)getppid());
         setenv("NODECOLL_TUNE_FILE", path, 1);
     } else if (argc > 1) {
         setenv("NODECOLL_TUNE_FILE", argv[1], 1);
@@ -259,8 +269,12 @@ int main(int argc, char **argv)
         check_call(NC_COLL_REDUCE, 64, good ? "flat" : "tree", argv[2]);
         check_call(NC_COLL_ALLREDUCE, 64, good ? "tree" : "flat", argv[2]);
         if (good) check_call(NC_COLL_BCAST, 1 << 20, "shm", argv[2]);
+        MPI_Comm reversed;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, t_size - t_rank, &reversed);
+        MPI_Barrier(reversed); /* (its rank 0 reads the rules, and has heard of their problem) */
+        MPI_Comm_free(&reversed);
     } else {
-        t_fail("usage: test_tune FILE | --crafted good|malformed|version|mpi|ranks|params|given|badlayout|levels");
+        t_fail("usage: test_tune FILE | --crafted good|malformed|version|mpi|ranks|fifo|params|given|badlayout|levels");
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     if (crafted && t_rank == 0) remove(path);

@@ -206,6 +206,13 @@ int64_t nc_config_value(const nc_config *cfg, const nc_setting_info *info)
     return *(const int64_t *)((const char *)cfg + info->offset);
 }
 
+int nc_emulated_node(int64_t ranks_per_node, int64_t node_map, int rank, int size)
+{
+    if (ranks_per_node <= 0 || ranks_per_node >= size) return -1;
+    int k = (int)ranks_per_node, nodes = (size + k - 1) / k;
+    return node_map == NC_MAP_CYCLIC ? rank % nodes : rank / k;
+}
+
 void nc_config_from_env(nc_config *out, FILE *log)
 {
     for (int i = 0; i < nc_setting_count(); i++) {

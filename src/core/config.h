@@ -79,4 +79,9 @@ void nc_config_from_env(nc_config *out, FILE *log);
 /* Value of one setting in a config. */
 int64_t nc_config_value(const nc_config *cfg, const nc_setting_info *info);
 
+/* The emulated node (NODECOLL_RANKS_PER_NODE, NODECOLL_NODE_MAP) of the rank-th of `size` ranks
+ * that share memory: its number, or -1 where the settings leave the node whole.  The adapter
+ * splits nodes by it, and nodecoll-tune measures the nodes nodecoll makes. */
+int nc_emulated_node(int64_t ranks_per_node, int64_t node_map, int rank, int size);
+
 #endif

@@ -20,7 +20,7 @@ static pthread_mutex_t query_lock = PTHREAD_MUTEX_INITIALIZER; /* hwloc's querie
  * l3:2 core:8"): it then reads the real machine without a word.  nodecoll completes such a
  * description with one PU per core and hands it to hwloc itself (the environment variable is
  * consulted by hwloc only when no source was set). */
-static char synthetic[128];
+static char *synthetic; /* (NULL: none, or hwloc rejected it) */
 
 static void use_synthetic(void)
 {
@@ -31,8 +31,13 @@ static void use_synthetic(void)
     const char *last = text + n;
     while (last > text && last[-1] != ' ') last--;
     int ends_with_pu = !strncmp(last, "pu:", 3) || !strncmp(last, "PU:", 3);
-    snprintf(synthetic, sizeof synthetic, "%.*s%s", (int)n, text, ends_with_pu ? "" : " pu:1");
-    if (hwloc_topology_set_synthetic(topology, synthetic)) synthetic[0] = '\0';
+    size_t len = n + sizeof " pu:1";
+    synthetic = malloc(len);
+    if (!synthetic) return;
+    snprintf(synthetic, len, "%.*s%s", (int)n, text, ends_with_pu ? "" : " pu:1");
+    if (!hwloc_topology_set_synthetic(topology, synthetic)) return;
+    free(synthetic);
+    synthetic = NULL;
 }
 
 static int count_of(hwloc_obj_type_t type) { return hwloc_get_nbobjs_by_type(topology, type); }
@@ -53,7 +58,10 @@ static void load(void)
     info.cores = info.domains[NC_TOPO_CORE] > 0 ? info.domains[NC_TOPO_CORE] : count_of(HWLOC_OBJ_PU);
     info.this_system = hwloc_topology_is_thissystem(topology);
     const char *xml = getenv("HWLOC_XMLFILE");
-    if (synthetic[0]) snprintf(info.source, sizeof info.source, "synthetic \"%s\"", synthetic);
+    int room = (int)sizeof info.source - 16; /* (a label: a long description is cut short) */
+    if (synthetic)
+        snprintf(info.source, sizeof info.source, "synthetic \"%.*s%s\"", room, synthetic,
+                 strlen(synthetic) > (size_t)room ? "..." : "");
     else if (!info.this_system && xml) snprintf(info.source, sizeof info.source, "XML %s", xml);
     else snprintf(info.source, sizeof info.source, "%s", info.this_system ? "this machine" : "not this machine");
 }

@@ -4,7 +4,7 @@
  * The registry consults them before its built-in rows; the node-wide lines apply when a
  * communicator is set up.
  *
- *   # comments and blank lines anywhere
+ *   # comments and blank lines anywhere (a line holds at most 1023 characters before its comment)
  *   nodecoll-rules 2                       the format, first (format 1 is read too)
  *   nodecoll 0.1.0                         the nodecoll version that wrote it (must match)
  *   mpi Open MPI 4.1.4                     the MPI it was measured with (must match)
@@ -19,10 +19,11 @@
  * shm, cma; the reductions: flat, tree, cma, shm, recursive-doubling); sizes in bytes with
  * K/M/G suffixes, max `inf` for no bound (both inclusive); radix: the tree's (Barrier: fan-in
  * and fan-out; Bcast: fan-out; reductions: fan-in); chunk: the cma algorithms' step
- * (NODECOLL_CMA_CHUNK for Bcast, NODECOLL_REDUCE_CHUNK for the reductions).  Barrier rules
- * give 0 0 as the size range.  layout: NODECOLL_SEGMENT_SIZE and NODECOLL_SEGMENTS, levels:
- * NODECOLL_TOPO_LEVELS, for every communicator whose nodes all have that many ranks (one
- * line of each per node size).  A setting given in the environment wins over a rule.
+ * (NODECOLL_CMA_CHUNK for Bcast, NODECOLL_REDUCE_CHUNK for the reductions); each within the
+ * range of the settings it stands for.  Barrier rules give 0 0 as the size range.  layout:
+ * NODECOLL_SEGMENT_SIZE and NODECOLL_SEGMENTS, levels: NODECOLL_TOPO_LEVELS, for every
+ * communicator whose nodes all have that many ranks (one line of each per node size).  A
+ * setting given in the environment wins over a rule.
  * No MPI: the adapter reads the file on rank 0 and broadcasts the parsed rules. */
 #ifndef NC_TUNE_H
 #define NC_TUNE_H
@@ -73,16 +74,19 @@ typedef struct nc_tune_rules {
 int nc_tune_parse(const char *text, const char *path, const char *version, const char *mpi, nc_tune_rules *out,
                   char *err, size_t err_len);
 
-/* Reads and parses the file at `path` (the same, with a message if it cannot be read). */
+/* Reads and parses the file at `path` (the same, with a message if it cannot be read or is
+ * not a regular file: a FIFO is never opened for reading). */
 int nc_tune_load(const char *path, const char *version, const char *mpi, nc_tune_rules *out, char *err,
                  size_t err_len);
 
-/* The file nodecoll reads: NODECOLL_TUNE_FILE if set (empty: none), else the default
- * location if it exists; NULL: none. */
-const char *nc_tune_path(char *buf, size_t len);
-/* The default location: $XDG_CONFIG_HOME/nodecoll/rules, else ~/.config/nodecoll/rules (NULL:
- * neither variable is set). */
-const char *nc_tune_default_path(char *buf, size_t len);
+/* The file nodecoll reads when it runs on MPI `mpi` (nodecoll_mpi_library()): NODECOLL_TUNE_FILE
+ * if set (empty: none), else the default location if something is there; NULL: none. */
+const char *nc_tune_path(const char *mpi, char *buf, size_t len);
+/* The default location, one file per MPI (Open MPI's and MPICH's rules differ, and each
+ * rejects the other's): $XDG_CONFIG_HOME/nodecoll/rules-<mpi>, else
+ * ~/.config/nodecoll/rules-<mpi>, <mpi> the MPI's name in lower case without its version and
+ * blanks (openmpi, mpich).  NULL: neither variable is set. */
+const char *nc_tune_default_path(const char *mpi, char *buf, size_t len);
 
 /* The rule for `coll` on a node of `ranks` ranks moving `bytes`, or NULL. */
 const nc_tune_rule *nc_tune_find(const nc_tune_rules *t, nc_coll_id coll, int ranks, uint64_t bytes);
@@ -103,6 +107,27 @@ void nc_tune_format_rule(const nc_tune_rule *r, char *out, size_t len);
 /* A node's layout and levels lines (empty when it has none). */
 void nc_tune_format_layout(const nc_tune_node *n, char *out, size_t len);
 void nc_tune_format_levels(const nc_tune_node *n, char *out, size_t len);
+/* What a tuner run measured for nodes of `ranks` ranks: the collectives in `colls` (a bit per
+ * nc_coll_id), and whether it measured the levels and the layout. */
+typedef struct nc_tune_update {
+    int ranks;
+    unsigned colls;
+    int levels, layout;
+} nc_tune_update;
+
+/* The rules a tuner run leaves: `old`'s, less what the run re-measured for nodes of u->ranks
+ * (those collectives' rules, and the layout or levels line if it measured them), then `mine`,
+ * the run's rules and node-wide lines for u->ranks.  Where that exceeds the file's limits
+ * (NC_TUNE_MAX_RULES, NC_TUNE_MAX_NODES), whole node sizes of `old` are left out, the one
+ * whose lines come first first (the tuner writes the size it measured last, so those are the
+ * longest untuned): their ranks go to dropped[] (room for NC_TUNE_MAX_RULES +
+ * NC_TUNE_MAX_NODES), *ndropped of them.  -1: u->ranks' own lines exceed the limits.  The
+ * result's line numbers are its order in nc_tune_write. */
+int nc_tune_merge(const nc_tune_rules *old, const nc_tune_rules *mine, const nc_tune_update *u, nc_tune_rules *out,
+                  int *dropped, int *ndropped);
+/* The rules as the lines of a file (no header): each node size's together, in the order of
+ * their first lines, its layout and levels first. */
+void nc_tune_write(const nc_tune_rules *t, FILE *f);
 /* The algorithm of a collective by its counter name (NC_ALG_COUNT: none or not tunable). */
 nc_alg_id nc_tune_alg(nc_coll_id coll, const char *name);
 

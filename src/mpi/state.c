@@ -157,12 +157,10 @@ static int split_node(nc_mpi_comm *s, MPI_Comm comm, int *physical_size, long *c
     PMPI_Comm_size(physical, &size);
     *physical_size = size;
     *cores = usable_cores(physical);
-    int k = (int)s->coll.cfg.ranks_per_node;
-    if (k <= 0 || k >= size) {
+    int color = nc_emulated_node(s->coll.cfg.ranks_per_node, s->coll.cfg.node_map, rank, size);
+    if (color < 0) {
         s->node_comm = physical;
     } else {
-        int nodes = (size + k - 1) / k;
-        int color = s->coll.cfg.node_map == NC_MAP_CYCLIC ? rank % nodes : rank / k;
         PMPI_Comm_split(physical, color, rank, &s->node_comm);
         PMPI_Comm_free(&physical);
     }
@@ -335,18 +333,51 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     return 1;
 }
 
+/* Messages about the rules file are printed once per process and, where the processes learn
+ * of each other's, once per job: what rank 0 of a communicator says of its file travels with
+ * its settings as a hash (what it says of node sizes without rules every rank works out), and
+ * a process stays silent about what it has heard of. */
+static uint64_t heard[64];
+static int nheard;
+static pthread_mutex_t heard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t message_hash(const char *text)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (const char *s = text; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h ? h : 1; /* (0: no message) */
+}
+
+/* Records message h: whether it is news to this process (with no room left, everything is). */
+static int hear(uint64_t h)
+{
+    int news = 1;
+    pthread_mutex_lock(&heard_lock);
+    for (int i = 0; i < nheard && news; i++) news = heard[i] != h;
+    if (news && nheard < (int)(sizeof heard / sizeof heard[0])) heard[nheard++] = h;
+    pthread_mutex_unlock(&heard_lock);
+    return news;
+}
+
+/* Prints a message about the rules on `print` unless this process has heard of it. */
+static void tell(const char *text, int print)
+{
+    if (hear(message_hash(text)) && print) fprintf(stderr, "%s\n", text);
+}
+
 /* The tuning rules of this process (NODECOLL_TUNE_FILE, or the default location), read once
- * by the first rank 0 of a communicator that needs them; a file that cannot be used says why,
- * once, and gives no rules. */
+ * by the first rank 0 of a communicator that needs them; a file that cannot be used gives no
+ * rules and a message why. */
 static nc_tune_rules process_rules;
+static char rules_problem[600];
 static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
 
 static void load_rules(void)
 {
-    char buf[512], err[600];
-    const char *path = nc_tune_path(buf, sizeof buf);
-    if (path && nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), &process_rules, err, sizeof err))
-        fprintf(stderr, "%s\n", err);
+    char buf[512];
+    const char *mpi = nodecoll_mpi_library(), *path = nc_tune_path(mpi, buf, sizeof buf);
+    if (!path || !nc_tune_load(path, nodecoll_version(), mpi, &process_rules, rules_problem, sizeof rules_problem))
+        rules_problem[0] = '\0';
 }
 
 const nc_tune_rules *nc_mpi_tune_rules(void)
@@ -356,34 +387,28 @@ const nc_tune_rules *nc_mpi_tune_rules(void)
 }
 
 /* Rank 0's settings and tuning rules (only those for node sizes it could meet are sent:
- * all of them, the node sizes are known only after the split). */
+ * all of them, the node sizes are known only after the split), and what it said of them. */
 static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
 {
     struct {
         nc_config cfg;
         int32_t rules;
-    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count + nc_mpi_tune_rules()->nodes : 0};
+        uint64_t problem; /* the hash of rank 0's message about its file (0: none) */
+    } root = {*nc_config_get(), 0, 0};
+    if (c->rank == 0) {
+        root.rules = nc_mpi_tune_rules()->count + nc_mpi_tune_rules()->nodes;
+        root.problem = rules_problem[0] ? message_hash(rules_problem) : 0;
+        if (root.problem) tell(rules_problem, 1);
+    }
     /* Algorithm choices must match on every rank or ranks would wait on different flags. */
     PMPI_Bcast(&root, sizeof root, MPI_BYTE, 0, comm);
     c->cfg = root.cfg;
+    if (root.problem) hear(root.problem);
     if (!root.rules) return;
     c->tune = malloc(sizeof *c->tune);
     if (!c->tune) nc_fatal("out of memory for tuning rules");
     if (c->rank == 0) *c->tune = *nc_mpi_tune_rules();
     PMPI_Bcast(c->tune, sizeof *c->tune, MPI_BYTE, 0, comm);
-}
-
-/* Whether this process has not said yet that rules lack nodes of `size` ranks. */
-static int first_word_on(int size)
-{
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static int told[16], ntold;
-    int seen = 0;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < ntold && !seen; i++) seen = told[i] == size;
-    if (!seen && ntold < 16) told[ntold++] = size;
-    pthread_mutex_unlock(&lock);
-    return !seen;
 }
 
 /* Whether every node of the communicator has as many ranks as this one.  Node-wide rules
@@ -396,14 +421,28 @@ static int nodes_alike(const nc_comm *c)
     return 1;
 }
 
-/* Rules for other node sizes than this node's are no rules: the defaults serve it, and the
- * first node rank 0 of a node of each such size says so (once per process and size).  The
+/* Rank 0 says which node sizes of the communicator the rules have nothing for; every rank
+ * hears it (they all know the rules and every node's size). */
+static void tell_sizes_without_rules(const nc_comm *c)
+{
+    for (int k = 0; k < c->bridge.size; k++) {
+        int size = c->node_start[k + 1] - c->node_start[k];
+        if (nc_tune_has_ranks(c->tune, size)) continue;
+        char text[300];
+        snprintf(text, sizeof text, "nodecoll: %s has no rules for %d ranks per node: the built-in defaults serve them",
+                 c->tune->source, size);
+        tell(text, c->rank == 0);
+    }
+}
+
+/* Rules for other node sizes than this node's are no rules: the defaults serve it.  The
  * rules kept take their part of the settings (core/tune.h: nc_tune_adopt), the same on
  * every rank. */
 static void keep_rules_for_node(nc_mpi_comm *s)
 {
     nc_comm *c = &s->coll;
     if (!c->tune) return;
+    tell_sizes_without_rules(c);
     if (nc_tune_has_ranks(c->tune, c->node.size)) {
         int alike = nodes_alike(c);
         if (!alike && nc_tune_node_find(c->tune, c->node.size))
@@ -411,9 +450,6 @@ static void keep_rules_for_node(nc_mpi_comm *s)
         nc_tune_adopt(c->tune, alike ? c->node.size : 0, &c->cfg); /* (no node has 0 ranks) */
         return;
     }
-    if (c->node.rank == 0 && first_word_on(c->node.size))
-        fprintf(stderr, "nodecoll: %s has no rules for %d ranks per node: the built-in defaults serve them\n",
-                c->tune->source, c->node.size);
     free(c->tune);
     c->tune = NULL;
 }

@@ -47,7 +47,7 @@ static int setting_index(const char *env_name)
 static nc_tune_rules *read_rules(const char **path, char *why, size_t len)
 {
     static char buf[512];
-    *path = nc_tune_path(buf, sizeof buf);
+    *path = nc_tune_path(nodecoll_mpi_library(), buf, sizeof buf);
     nc_tune_rules *rules = *path ? malloc(sizeof *rules) : NULL;
     if (rules && !nc_tune_load(*path, nodecoll_version(), nodecoll_mpi_library(), rules, why, len)) return rules;
     free(rules);
@@ -141,9 +141,11 @@ static void print_rules(const nc_config *cfg)
     const char *path;
     nc_tune_rules *rules = read_rules(&path, err, sizeof err);
     if (!path) {
-        printf("tuning rules: none (NODECOLL_TUNE_FILE %s; no %s)\n",
-               getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset",
-               "$XDG_CONFIG_HOME/nodecoll/rules or ~/.config/nodecoll/rules");
+        char where[512];
+        const char *default_path = nc_tune_default_path(nodecoll_mpi_library(), where, sizeof where);
+        printf("tuning rules: none (NODECOLL_TUNE_FILE %s; nothing at %s, the default location for %s)\n",
+               getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset", default_path ? default_path : "(no HOME)",
+               nodecoll_mpi_library());
         return;
     }
     if (!rules) {

@@ -11,7 +11,7 @@
  *
  * Run it under mpirun like the application:
  *
- *   mpirun -np 64 nodecoll-tune [--quick] [--dry-run] [--out FILE] [--coll LIST]
+ *   mpirun -np 64 nodecoll-tune [--quick] [--dry-run] [--out FILE] [--coll LIST] [--replace]
  *
  * Each candidate runs on its own duplicate of the node's communicator, set up with the
  * settings that make it; the candidates of one message size are measured in turns, round
@@ -20,8 +20,10 @@
  * there (no single copy, not a power of two, ...) is seen in nodecoll's counters and left
  * out.  Sizes between two measured ones go to the nearer (geometrically).  Node-wide
  * choices are judged by the geometric mean of their time ratios over every point they
- * touch.  A candidate replaces the built-in default only when at least 5% faster.  Rules
- * already in the file for other node sizes, from this nodecoll and MPI, are kept. */
+ * touch.  A candidate replaces the built-in default only when at least 5% faster.  What the
+ * file already has and the run did not measure is kept (core/tune.h: nc_tune_merge); a file
+ * nodecoll cannot use is replaced only with --replace, and the file written is one the
+ * parser accepts. */
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
@@ -85,7 +87,7 @@ static const tuned_coll colls[] = {
 #define NCOLLS ((int)(sizeof colls / sizeof colls[0]))
 
 typedef struct options {
-    int quick, verbose, dry_run, ncolls, which[8];
+    int quick, verbose, dry_run, replace, ncolls, which[NCOLLS];
     double bandwidth; /* memcpy's, for the prediction */
     const char *out;
     char out_buf[512];
@@ -125,13 +127,30 @@ static void current(const char *name, char *out, size_t len)
 
 static int64_t current_value(const char *name) { return nc_config_value(nc_config_get(), nc_setting_named(name)); }
 
-/* Where the rules go: --out, else NODECOLL_TUNE_FILE as the job was given it, else the
- * default location nodecoll reads. */
-static int parse_options(int argc, char **argv, const char *tune_file, options *o)
+/* --coll's list: each collective once (a second mention changes nothing). */
+static int parse_colls(char *list, options *o, char *why, size_t len)
 {
-    o->quick = o->verbose = o->dry_run = 0;
-    o->out = tune_file && *tune_file ? tune_file : nc_tune_default_path(o->out_buf, sizeof o->out_buf);
-    o->ncolls = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int k = 0, seen = 0;
+        while (k < NCOLLS && strcmp(nc_coll_name(colls[k].coll), w)) k++;
+        if (k == NCOLLS) {
+            snprintf(why, len, "--coll: \"%s\" is none of barrier, bcast, reduce, allreduce", w);
+            return -1;
+        }
+        for (int i = 0; i < o->ncolls; i++) seen |= o->which[i] == k;
+        if (!seen) o->which[o->ncolls++] = k;
+    }
+    return 0;
+}
+
+/* Where the rules go: --out, else NODECOLL_TUNE_FILE as the job was given it, else the
+ * default location nodecoll reads.  -1 with `why` on a usage error. */
+static int parse_options(int argc, char **argv, const char *tune_file, options *o, char *why, size_t len)
+{
+    *o = (options){0};
+    o->out = tune_file && *tune_file ? tune_file
+                                     : nc_tune_default_path(nodecoll_mpi_library(), o->out_buf, sizeof o->out_buf);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             o->quick = 1;
@@ -139,23 +158,22 @@ static int parse_options(int argc, char **argv, const char *tune_file, options *
             o->verbose = 1;
         } else if (!strcmp(argv[i], "--dry-run")) {
             o->dry_run = 1;
+        } else if (!strcmp(argv[i], "--replace")) {
+            o->replace = 1;
+        } else if (!strcmp(argv[i], "--help")) {
+            return -1; /* (no `why`: not an error) */
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             o->out = argv[++i];
         } else if (!strcmp(argv[i], "--coll") && i + 1 < argc) {
-            char *list = argv[++i], *save = NULL;
-            for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-                int found = -1;
-                for (int k = 0; k < NCOLLS; k++)
-                    if (!strcmp(nc_coll_name(colls[k].coll), w)) found = k;
-                if (found < 0 || o->ncolls == 8) return -1;
-                o->which[o->ncolls++] = found;
-            }
+            if (parse_colls(argv[++i], o, why, len)) return -1;
         } else {
+            snprintf(why, len, "%s: no such option, or its value is missing", argv[i]);
             return -1;
         }
     }
     if (!o->ncolls)
         for (int k = 0; k < NCOLLS; k++) o->which[o->ncolls++] = k;
+    if (!o->out) snprintf(why, len, "neither HOME nor XDG_CONFIG_HOME is set: name the file with --out");
     return o->out ? 0 : -1;
 }
 
@@ -375,13 +393,14 @@ typedef struct phase {
     struct {
         nc_coll_id coll;
         size_t bytes;
-    } point[4 * MAX_SIZES];
+    } point[NCOLLS * MAX_SIZES]; /* (each collective once, at most at every size) */
     int npoints;
 } phase;
 
 static void add_points(phase *ph, nc_coll_id coll, const plan *p)
 {
     for (int s = 0; s < (coll == NC_COLL_BARRIER ? 1 : p->nsizes); s++) {
+        if (ph->npoints == (int)(sizeof ph->point / sizeof ph->point[0])) die("internal: too many points in a phase");
         ph->point[ph->npoints].coll = coll;
         ph->point[ph->npoints++].bytes = coll == NC_COLL_BARRIER ? 0 : p->sizes[s];
     }
@@ -653,42 +672,41 @@ static void describe_machine(char *out, size_t len)
              t->domains[NC_TOPO_NUMA], t->domains[NC_TOPO_L3], t->cores, node_size);
 }
 
-static void write_node_lines(FILE *f, const nc_tune_node *n)
+/* The rules already at `path`, none if nothing is there: 0, or -1 with the parser's message
+ * in `err` where nodecoll cannot use them. */
+static int load_old_rules(const char *path, nc_tune_rules *old, char *err, size_t len)
 {
-    char line[200];
-    nc_tune_format_layout(n, line, sizeof line);
-    if (*line) fprintf(f, "%s\n", line);
-    nc_tune_format_levels(n, line, sizeof line);
-    if (*line) fprintf(f, "%s\n", line);
+    struct stat st;
+    old->count = old->nodes = 0;
+    snprintf(old->source, sizeof old->source, "%s", path);
+    if (stat(path, &st) && errno == ENOENT) return 0;
+    return nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), old, err, len);
 }
 
-static void write_rule_lines(FILE *f, const nc_tune_rules *t, int skip_ranks)
+/* Whether the rules at `path` may be written over: they can be kept, or --replace lets them
+ * go.  Says which, and why. */
+static int may_replace(const char *path, int replace, nc_tune_rules *old)
 {
-    char line[200];
-    for (int i = 0; i < t->nodes; i++)
-        if (t->node[i].ranks != skip_ranks) write_node_lines(f, &t->node[i]);
-    for (int i = 0; i < t->count; i++) {
-        if (t->rule[i].ranks == skip_ranks) continue;
-        nc_tune_format_rule(&t->rule[i], line, sizeof line);
-        fprintf(f, "%s\n", line);
-    }
+    char err[600];
+    if (!load_old_rules(path, old, err, sizeof err)) return 1;
+    old->count = old->nodes = 0;
+    if (replace)
+        fprintf(stderr, "nodecoll-tune: --replace: the rules in %s are dropped, nodecoll cannot use them:\n  %s\n",
+                path, err);
+    else
+        fprintf(stderr,
+                "nodecoll-tune: %s is not written over, nodecoll cannot use what it holds:\n  %s\n"
+                "  fix or remove it, or run with --replace to write a new file without its rules\n",
+                path, err);
+    return replace;
 }
 
-static int write_rules(const char *path, const nc_tune_rules *mine, int quick)
+static void write_header(FILE *f, int quick)
 {
-    /* Keep the rules for other node sizes that a file of this nodecoll and MPI already has. */
-    nc_tune_rules *old = malloc(sizeof *old);
-    char err[600], machine[400], date[64], tmp[600];
-    int keep = old && nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), old, err, sizeof err) == 0;
+    char machine[400], date[64];
     time_t t = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", localtime(&t));
     describe_machine(machine, sizeof machine);
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(old);
-        return -1;
-    }
     fprintf(f, "# nodecoll tuning rules, written by nodecoll-tune%s (docs/tuning.md, \"Rules file\")\n",
             quick ? " --quick" : "");
     fprintf(f, "nodecoll-rules %d\nnodecoll %s\nmpi %s\nmachine %s\ndate %s\n", NC_TUNE_FORMAT, nodecoll_version(),
@@ -696,15 +714,84 @@ static int write_rules(const char *path, const nc_tune_rules *mine, int quick)
     fprintf(f, "# layout  ranks-per-node  [segment=bytes]  [segments=n]\n"
                "# levels  ranks-per-node  flat|list of package,numa,l3,core\n"
                "# collective  ranks-per-node  min-bytes  max-bytes  algorithm  [radix=n]  [chunk=bytes]\n");
-    if (keep) write_rule_lines(f, old, node_size);
-    write_rule_lines(f, mine, 0);
+}
+
+/* The file's text (malloc'd), checked with nodecoll's own parser: NULL, said why, if nodecoll
+ * would reject it. */
+static char *file_text(const char *path, const nc_tune_rules *rules, int quick)
+{
+    char *text = NULL, err[600];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    write_header(f, quick);
+    nc_tune_write(rules, f);
+    nc_tune_rules *check = malloc(sizeof *check);
+    int bad = fclose(f) || !check ||
+              nc_tune_parse(text, path, nodecoll_version(), nodecoll_mpi_library(), check, err, sizeof err);
+    if (bad) fprintf(stderr, "nodecoll-tune: internal: nodecoll would reject the file: %s\n", check ? err : "");
+    free(check);
+    if (bad) free(text);
+    return bad ? NULL : text;
+}
+
+/* `text` into `path` whole or not at all (a new file renamed over the old). */
+static int write_file(const char *path, const char *text)
+{
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    fputs(text, f);
     int bad = ferror(f) | fclose(f);
-    free(old);
     if (bad || rename(tmp, path)) {
+        int saved = errno;
         unlink(tmp);
+        errno = saved;
         return -1;
     }
     return 0;
+}
+
+static void say_dropped(const int *dropped, int n)
+{
+    fprintf(stderr, "nodecoll-tune: the file holds at most %d rules and %d node sizes' layout or levels: the rules for",
+            NC_TUNE_MAX_RULES, NC_TUNE_MAX_NODES);
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s %d", i ? "," : "", dropped[i]);
+    fprintf(stderr, " ranks per node (tuned longest ago) are dropped\n");
+}
+
+/* The run's rules merged into `old`, written to `path`: the number of rules written, or -1
+ * (said why): nothing is written then. */
+static int merge_and_write(const char *path, const nc_tune_rules *old, const nc_tune_rules *mine,
+                           const nc_tune_update *u, int quick, nc_tune_rules *merged)
+{
+    int dropped[NC_TUNE_MAX_RULES + NC_TUNE_MAX_NODES], ndropped;
+    if (nc_tune_merge(old, mine, u, merged, dropped, &ndropped)) {
+        fprintf(stderr, "nodecoll-tune: the rules for %d ranks per node alone exceed the file's %d rules\n", u->ranks,
+                NC_TUNE_MAX_RULES);
+        return -1;
+    }
+    char *text = file_text(path, merged, quick);
+    int bad = !text || write_file(path, text);
+    if (text && bad) fprintf(stderr, "nodecoll-tune: cannot write %s: %s\n", path, strerror(errno));
+    free(text);
+    if (bad) return -1;
+    if (ndropped) say_dropped(dropped, ndropped);
+    return merged->count;
+}
+
+/* The run's rules merged into what `path` has (core/tune.h: nc_tune_merge): the number of
+ * rules written, or -1 (said why). */
+static int write_rules(const char *path, const nc_tune_rules *mine, const nc_tune_update *u, const options *o)
+{
+    nc_tune_rules *old = malloc(sizeof *old), *merged = malloc(sizeof *merged);
+    int written = -1;
+    if (!old || !merged) fprintf(stderr, "nodecoll-tune: out of memory\n");
+    else if (may_replace(path, o->replace, old)) written = merge_and_write(path, old, mine, u, o->quick, merged);
+    free(old);
+    free(merged);
+    return written;
 }
 
 static void make_parent_dir(const char *path)
@@ -732,7 +819,7 @@ static void find_places(void)
 }
 
 typedef struct run {
-    phase levels, layout, algorithms[8];
+    phase levels, layout, algorithms[NCOLLS];
 } run;
 
 static void plan_run(run *r, const options *o, const plan *p)
@@ -805,24 +892,79 @@ static void tune_node_wide(run *r, const options *o, const plan *p, nc_tune_node
     }
 }
 
-int main(int argc, char **argv)
+/* What the run measured, for merging its rules into the file. */
+static nc_tune_update measured(const run *r, const options *o)
 {
-    static char tune_file[512];
-    snprintf(tune_file, sizeof tune_file, "%s", getenv("NODECOLL_TUNE_FILE") ? getenv("NODECOLL_TUNE_FILE") : "");
-    setenv("NODECOLL_TUNE_FILE", "", 1); /* measure the built-in choices, not older rules */
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    options o;
-    if (parse_options(argc, argv, tune_file, &o)) {
-        say("usage: mpirun -np N %s [--quick] [--dry-run] [--verbose] [--out FILE] [--coll barrier,bcast,...]\n"
-            "  writes FILE (default: $NODECOLL_TUNE_FILE, else $XDG_CONFIG_HOME/nodecoll/rules or\n"
-            "  ~/.config/nodecoll/rules, where nodecoll looks); --dry-run lists the candidates and the\n"
-            "  predicted time, and measures nothing\n",
-            argv[0]);
-        MPI_Finalize();
-        return 2;
+    nc_tune_update u = {.ranks = node_size, .levels = r->levels.n > 1, .layout = r->layout.n > 1};
+    for (int i = 0; i < o->ncolls; i++) u.colls |= 1u << colls[o->which[i]].coll;
+    return u;
+}
+
+/* A setting as nodecoll runs MPI_COMM_WORLD with it: rank 0's (this process's where nodecoll
+ * does not serve it). */
+static int64_t world_setting(const char *name)
+{
+    char text[64], why[300];
+    int64_t v;
+    if (nodecoll_comm_setting(MPI_COMM_WORLD, name, NULL, 0, text, sizeof text) != MPI_SUCCESS ||
+        nc_setting_parse(nc_setting_named(name), text, &v, why, sizeof why))
+        return current_value(name);
+    return v;
+}
+
+/* The ranks nodecoll makes one node of, whose size its rules are for: those that share memory,
+ * cut into emulated nodes where NODECOLL_RANKS_PER_NODE says so. */
+static MPI_Comm nodecoll_node(void)
+{
+    MPI_Comm physical, emulated;
+    int rank, size;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &physical);
+    MPI_Comm_rank(physical, &rank);
+    MPI_Comm_size(physical, &size);
+    MPI_Barrier(MPI_COMM_WORLD); /* (nodecoll sets itself up on it) */
+    int color = nc_emulated_node(world_setting("RANKS_PER_NODE"), world_setting("NODE_MAP"), rank, size);
+    if (color < 0) return physical;
+    MPI_Comm_split(physical, color, rank, &emulated);
+    MPI_Comm_free(&physical);
+    return emulated;
+}
+
+static void usage(const char *program, const char *why)
+{
+    char where[512];
+    const char *default_path = nc_tune_default_path(nodecoll_mpi_library(), where, sizeof where);
+    if (*why) say("nodecoll-tune: %s\n", why);
+    say("usage: mpirun -np N %s [--quick] [--dry-run] [--verbose] [--out FILE] [--coll LIST] [--replace]\n"
+        "  --out FILE   where the rules go; default: $NODECOLL_TUNE_FILE, else where nodecoll built for\n"
+        "               this MPI looks, $XDG_CONFIG_HOME/nodecoll/rules-<mpi> or ~/.config/nodecoll/rules-<mpi>\n"
+        "               (here: %s)\n"
+        "  --coll LIST  tune these collectives only (barrier,bcast,reduce,allreduce); FILE keeps the\n"
+        "               others' rules, as it keeps those of every other node size\n"
+        "  --replace    write over a FILE that nodecoll cannot use (without it the run stops at once)\n"
+        "  --quick      5 sizes, 5 rounds, fewer candidates: seconds\n"
+        "  --dry-run    list the candidates and the predicted time; measure nothing\n"
+        "  --verbose    every point's times\n",
+        program, default_path ? default_path : "none: HOME is not set");
+}
+
+/* Rank 0's look at the file before anything is measured, for every rank: whether the run may
+ * go on (a dry run always may: it says what a run would find). */
+static int file_may_be_written(const options *o)
+{
+    int ok = 1;
+    if (world_rank == 0 && !o->replace) {
+        nc_tune_rules *old = malloc(sizeof *old);
+        ok = (old && may_replace(o->out, 0, old)) || o->dry_run;
+        free(old);
     }
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return ok;
+}
+
+/* This process's node, as nodecoll makes it; dies where there is nothing to tune. */
+static void find_node(void)
+{
+    node = nodecoll_node();
     MPI_Comm_size(node, &node_size);
     MPI_Comm_rank(node, &node_rank);
     int sizes_agree = node_size, min_size;
@@ -831,7 +973,56 @@ int main(int argc, char **argv)
     if (min_size != sizes_agree) die("the nodes hold different numbers of ranks: tune with as many on every node");
     if (node_size < 2) die("one rank per node: nodecoll has nothing to tune (run with the ranks per node you use)");
     find_places();
+}
 
+/* Measures the run's phases (nothing in a dry run) into `rules`. */
+static void tune(run *r, const options *o, const plan *p, nc_tune_rules *rules, progress_bar *bar)
+{
+    nc_tune_node mine = {.ranks = node_size};
+    if (o->dry_run) return;
+    tune_node_wide(r, o, p, &mine, bar);
+    for (int i = 0; i < o->ncolls; i++) {
+        winner w[MAX_SIZES];
+        measure_algorithms(&r->algorithms[i], p, o, w, bar);
+        if (add_rules(&colls[o->which[i]], w, r->algorithms[i].npoints, rules)) die("too many rules");
+    }
+    if (mine.layout_line || mine.levels_line) rules->node[rules->nodes++] = mine;
+}
+
+/* Rank 0 writes the file: 0, or 1 where it could not. */
+static int finish(const run *r, const options *o, const nc_tune_rules *rules, progress_bar *bar)
+{
+    if (world_rank || o->dry_run) return 0;
+    progress(bar, 0);
+    make_parent_dir(o->out);
+    nc_tune_update u = measured(r, o);
+    int written = write_rules(o->out, rules, &u, o);
+    if (written < 0) return 1;
+    fprintf(stderr, "nodecoll-tune: %d rules%s for %d ranks per node, %d rules in all in %s (%.0f s); %s\n",
+            rules->count, rules->nodes ? " and node-wide lines" : "", node_size, written, o->out, now() - bar->started,
+            "nodecoll-info lists them");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static char tune_file[512];
+    snprintf(tune_file, sizeof tune_file, "%s", getenv("NODECOLL_TUNE_FILE") ? getenv("NODECOLL_TUNE_FILE") : "");
+    setenv("NODECOLL_TUNE_FILE", "", 1); /* measure the built-in choices, not older rules */
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    options o;
+    char why[300] = "";
+    if (parse_options(argc, argv, tune_file, &o, why, sizeof why)) {
+        usage(argv[0], why);
+        MPI_Finalize();
+        return *why ? 2 : 0; /* (--help) */
+    }
+    if (!file_may_be_written(&o)) {
+        MPI_Finalize();
+        return 1;
+    }
+    find_node();
     plan p = {.rounds = o.quick ? 5 : 11, .target = o.quick ? 0.002 : 0.01};
     size_t largest = o.quick ? (2u << 20) : (8u << 20);
     for (size_t s = 8; s <= largest && p.nsizes < MAX_SIZES; s *= o.quick ? 16 : 4) p.sizes[p.nsizes++] = s;
@@ -849,29 +1040,8 @@ int main(int argc, char **argv)
     say("nodecoll-tune%s: %d ranks per node, %d sizes from 8 B to %zu B, about %.0f s\n", o.quick ? " --quick" : "",
         node_size, p.nsizes, p.sizes[p.nsizes - 1], bar.total);
     if (o.dry_run) print_plan(r, &o);
-
-    nc_tune_node mine = {.ranks = node_size};
-    if (!o.dry_run) tune_node_wide(r, &o, &p, &mine, &bar);
-    for (int i = 0; i < o.ncolls && !o.dry_run; i++) {
-        winner w[MAX_SIZES];
-        measure_algorithms(&r->algorithms[i], &p, &o, w, &bar);
-        if (add_rules(&colls[o.which[i]], w, r->algorithms[i].npoints, rules)) die("too many rules");
-    }
-    if (mine.layout_line || mine.levels_line) rules->node[rules->nodes++] = mine;
-    int rc = 0;
-    if (world_rank == 0 && !o.dry_run) {
-        progress(&bar, 0);
-        make_parent_dir(o.out);
-        if (write_rules(o.out, rules, o.quick)) {
-            fprintf(stderr, "nodecoll-tune: cannot write %s: %s\n", o.out, strerror(errno));
-            rc = 1;
-        } else {
-            fprintf(stderr,
-                    "nodecoll-tune: %d rules%s for %d ranks per node in %s (%.0f s); nodecoll-info lists them\n",
-                    rules->count, rules->nodes ? " and node-wide lines" : "", node_size, o.out,
-                    now() - bar.started);
-        }
-    }
+    tune(r, &o, &p, rules, &bar);
+    int rc = finish(r, &o, rules, &bar);
     free(rules);
     free(r);
     free(places);
