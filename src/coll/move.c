@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/cma.h"
 #include "watch.h"
 #include "../core/fatal.h"
 #include "steps.h"
@@ -89,14 +88,14 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
     if (p->in_slot) memcpy(dst, src, len); /* small: not worth a thread team */
     else if (src) nc_par_copy(dst, src, len);
     else /* a large read: the caller's thread team, if any, shares it */
-        check_single_copy(c, p, "read from", nc_par_cma(0, c->node.pids[p->rank], (void *)(p->base + off), dst, len));
+        check_single_copy(c, p, "read from", nc_par_single_copy(0, &c->node.peers[p->rank], (void *)(p->base + off), dst, len));
 }
 
 void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len)
 {
     nc_node *n = &c->node;
     if (!len) return;
-    check_single_copy(c, p, "write to", nc_par_cma(1, n->pids[p->rank], (void *)(p->base + off), (void *)src, len));
+    check_single_copy(c, p, "write to", nc_par_single_copy(1, &n->peers[p->rank], (void *)(p->base + off), (void *)src, len));
 }
 
 
@@ -110,7 +109,7 @@ void nc_move_read_data(nc_comm *c, const nc_pub *p, uint64_t off, nc_data *d, si
     const char *src = local_bytes(c, p, off);
     if (src) nc_data_unpack(d, 0, src, len);
     else /* dense runs are read in place, sparse ones through a bounce buffer */
-        check_single_copy(c, p, "read from", nc_data_read(d, c->node.pids[p->rank], p->base + off, 0, len));
+        check_single_copy(c, p, "read from", nc_data_read(d, &c->node.peers[p->rank], p->base + off, 0, len));
     nc_data_release(d); /* the bounce buffer: blocks are read one after another */
 }
 

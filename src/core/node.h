@@ -9,6 +9,7 @@
 
 #include "hier.h"
 #include "segment.h"
+#include "single_copy.h"
 #include "tree.h"
 #include "wait.h"
 
@@ -34,9 +35,10 @@ typedef struct nc_node {
     nc_layout layout;
     nc_wait_policy wait;
     int cma;            /* single-copy reads work between all ranks of this node */
+    int heap;           /* every rank has a shared heap and maps every other's (core/heap.h) */
     nc_hier *hier;      /* the groups the trees follow (NODECOLL_TOPO_LEVELS); NULL: flat */
     nc_tree_cache trees; /* (every call plans its tree; the same few trees come back) */
-    pid_t *pids;        /* per node rank, for single-copy reads */
+    nc_peer *peers;     /* per node rank, for single-copy transfers */
     uint64_t sync_seq;  /* barriers and fan-in/fan-out signals */
     uint64_t frag;      /* pipeline fragments, summed over all calls */
     nc_slot_use *slot_use;                 /* per ring segment */

@@ -190,7 +190,7 @@ static int probe_single_copy(nc_node *n)
     for (int r = 0; r < n->size; r++) {
         nc_rank_info peer = nc_rank_info_read(nc_node_ctl(n, r));
         pid_t pid = (pid_t)peer.proc.pid;
-        n->pids[r] = pid;
+        n->peers[r].pid = pid;
         if (r == n->rank) continue;
         if (nc_cma_read(pid, (const void *)(uintptr_t)peer.probe_addr, &got, sizeof got) || got != peer.probe_word)
             return 0;
@@ -202,11 +202,11 @@ static void alloc_node_state(nc_comm *c, int oversubscribed)
 {
     nc_node *n = &c->node;
     n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
-    n->pids = calloc((size_t)n->size, sizeof *n->pids);
+    n->peers = calloc((size_t)n->size, sizeof *n->peers);
     n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
     n->cons_seen = calloc((size_t)n->size, sizeof *n->cons_seen);
     n->move_readers = calloc((size_t)n->size, sizeof *n->move_readers);
-    if (!n->pids || !n->slot_use || !n->cons_seen || !n->move_readers) nc_fatal("out of memory for node state");
+    if (!n->peers || !n->slot_use || !n->cons_seen || !n->move_readers) nc_fatal("out of memory for node state");
 }
 
 /* A node of one rank shares nothing, but the algorithms still publish to (and read from)
@@ -221,7 +221,7 @@ static int map_private_node(nc_mpi_comm *s)
     n->base = p;
     s->private_node = 1;
     alloc_node_state(c, 0);
-    n->pids[0] = getpid();
+    n->peers[0].pid = getpid();
     return 1;
 }
 
@@ -283,8 +283,9 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (fd >= 0) close(fd);
     if (ok) {
         pthread_once(&probe_once, set_probe_word);
-        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}};
+        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}, 0, 0};
         if (topo_levels(&c->cfg) && n->size > 2) me.loc = nc_topo_locate((int)c->cfg.topo_place, n->rank, n->size);
+        nc_mpi_heap_describe(c, &me);
         nc_rank_info_publish(nc_node_ctl(n, n->rank), &me);
     }
     ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
@@ -300,6 +301,8 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
         cma_ok = probe_single_copy(n);
     }
     n->cma = all_agree(cma_ok, s->node_comm);
+    for (int r = 0; r < n->size; r++) n->peers[r].cma = n->cma;
+    nc_mpi_share_heaps(s);
     nc_watch_start(c, abort_job);
     return 1;
 }
@@ -408,7 +411,8 @@ static void release_resources(nc_mpi_comm *s)
     if (s->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->node_comm);
     if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
     if (s->private_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->private_comm);
-    free(n->pids);
+    nc_mpi_drop_heaps(s);
+    free(n->peers);
     free(n->slot_use);
     free(n->cons_seen);
     free(n->move_readers);
@@ -427,7 +431,7 @@ static void release_resources(nc_mpi_comm *s)
     free(s->coll.node_members);
     free(s->coll.node_start);
     nc_mpi_neighbor_lists_free(&s->coll);
-    n->pids = NULL;
+    n->peers = NULL;
     n->slot_use = NULL;
     n->cons_seen = NULL;
     n->move_readers = NULL;

@@ -97,9 +97,9 @@ static void read_from_parent(nc_comm *c, cma_state *st, size_t off, size_t len)
     const char *remote = published_buffer(&nc_node_ctl(n, st->tree.parent)->pub) + off;
     int err;
     if (st->flat && st->flat != l->base) { /* a derived forwarder: its children read the contiguous copy */
-        nc_node_cma_or_die(c, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
+        nc_node_single_copy_or_die(c, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
         nc_data_unpack(l, off, st->flat + off, len);
-    } else if ((err = nc_data_read(l, n->pids[st->tree.parent], remote, off, len))) {
+    } else if ((err = nc_data_read(l, &n->peers[st->tree.parent], remote, off, len))) {
         nc_single_copy_failed(c, st->tree.parent, "read from", err);
     }
 }
@@ -137,7 +137,7 @@ static nc_step progress(nc_op *op, void *state)
                 int child = nc_bcast_child(n, t, st->i);
                 char *dst = push_target(&nc_node_ctl(n, child)->ready, st->g0);
                 size_t cut = push_cut(bytes, t->children);
-                if (dst) nc_node_cma_or_die(op->c, child, dst + cut, st->flat + cut, bytes - cut, 1);
+                if (dst) nc_node_single_copy_or_die(op->c, child, dst + cut, st->flat + cut, bytes - cut, 1);
             }
             nc_flag_post(&me->push, st->g_end);
         }

@@ -42,7 +42,7 @@ static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char 
     for (int q = 0; q < n->size; q++) {
         if (call->deliver != NC_DELIVER_ALL && call->deliver != q) continue;
         if (q == n->rank) nc_copy_bytes(st->result[q] + off, acc, len);
-        else nc_node_cma_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
+        else nc_node_single_copy_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
     }
 }
 
@@ -61,7 +61,7 @@ static void reduce_slice(const cma_state *st, nc_comm *c)
         for (int q = n->size - 1; q >= 0; q--) {
             char *into = q == n->size - 1 ? acc : tmp;
             const char *src = q == n->rank ? call->send + off : into;
-            if (q != n->rank) nc_node_cma_or_die(c, q, st->input[q] + off, into, len, 0);
+            if (q != n->rank) nc_node_single_copy_or_die(c, q, st->input[q] + off, into, len, 0);
             if (q != n->size - 1) nc_fold(call->red, src, acc, cnt);
             else if (src != acc) nc_copy_bytes(acc, src, len);
         }
