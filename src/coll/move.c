@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap_only.h"
 #include "watch.h"
 #include "../core/fatal.h"
 #include "steps.h"
@@ -49,6 +50,11 @@ nc_span *nc_move_area(nc_comm *c, char **slot)
     char *area = nc_node_move_area(&c->node, c->node.rank);
     if (slot) *slot = area + nc_move_table_bytes(c);
     return (nc_span *)area;
+}
+
+const char *nc_move_reachable(nc_comm *c, const void *base, size_t extent)
+{
+    return nc_stage_reachable(&c->node, NC_STAGE_MOVE, base, extent);
 }
 
 void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes)
@@ -157,7 +163,7 @@ int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t b
 {
     int in_slot = !data || nc_move_use_slot(c, bytes);
     if (data && in_slot && bytes) memcpy(slot, data, bytes);
-    nc_move_publish(&c->node, seq, data, in_slot, bytes);
+    nc_move_publish(&c->node, seq, in_slot ? data : nc_move_reachable(c, data, bytes), in_slot, bytes);
     return in_slot;
 }
 
@@ -166,7 +172,7 @@ int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int roo
     nc_node *n = &c->node;
     char *slot;
     nc_span *table = nc_move_area(c, &slot);
-    size_t total = 0, at = 0;
+    size_t total = 0, at = 0, end = 0;
     for (int i = 0; i < c->size; i++) total += i == root ? 0 : nc_vec_len(send, i);
     int in_slot = nc_move_use_slot(c, total), nreaders = 0;
     for (int i = 0; i < c->size; i++) {
@@ -175,10 +181,11 @@ int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int roo
         table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
         if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
         at += len;
+        if (len && table[i].off + len > end) end = table[i].off + len;
         int local = c->node_of[i] == c->node_of[root], serves = every_span && c->node_rank_of[i] == 0;
         if (i != root && local && (len || serves)) n->move_readers[nreaders++] = c->node_rank_of[i];
     }
-    nc_move_publish(n, seq, send->base, in_slot, total);
+    nc_move_publish(n, seq, in_slot ? send->base : nc_move_reachable(c, send->base, end), in_slot, total);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return in_slot;
 }

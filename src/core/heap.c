@@ -14,6 +14,7 @@
 
 #include "config.h"
 
+
 /* ---- this process's heap ------------------------------------------------------------------ */
 
 static const nc_heap_api *api;
@@ -59,7 +60,7 @@ const nc_heap_arena *nc_heap_mine(int mode)
 
 int nc_heap_interposed(void) { return nc_heap_own && api->interposed(); }
 
-void *nc_heap_alloc(size_t bytes) { return nc_heap_mine(nc_config_get()->heap) ? api->alloc(bytes) : NULL; }
+void *nc_heap_alloc(size_t bytes) { return nc_heap_own ? api->alloc(bytes) : NULL; }
 
 int nc_heap_release(void *p) { return nc_heap_own && api->release(p); }
 

@@ -33,8 +33,8 @@ static inline int nc_heap_holds(const void *p, size_t len)
     return a && off < a->size && len <= a->size - off;
 }
 
-/* MPI_Alloc_mem's blocks: NULL when the heap cannot give one; release returns 0 when p is
- * not a block of this process's heap. */
+/* Blocks of this process's heap (MPI_Alloc_mem's, staging copies): NULL when there is no heap
+ * or it cannot give one; release returns 0 when p is not a block of this process's heap. */
 void *nc_heap_alloc(size_t bytes);
 int nc_heap_release(void *p);
 

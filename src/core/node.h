@@ -21,6 +21,9 @@ typedef struct nc_slot_use {
     int any_reader;    /* or any rank of the node may have read it (reductions) */
 } nc_slot_use;
 
+/* What a staging copy in the shared heap holds (coll/heap_only.h). */
+typedef enum { NC_STAGE_BCAST, NC_STAGE_MOVE, NC_STAGE_KINDS } nc_stage_kind;
+
 /* The last trees this rank took its place in (nc_node_tree). */
 #define NC_TREE_CACHE 4
 typedef struct nc_tree_cache {
@@ -63,7 +66,17 @@ typedef struct nc_node {
      * [0] tables, [1] data. */
     char *move_scratch[2];
     size_t move_scratch_bytes[2];
+    /* Copies in my shared heap of what peers must reach on a node without CMA (coll/heap_only.h),
+     * kept between calls: per kind. */
+    char *stage[NC_STAGE_KINDS];
+    size_t stage_bytes[NC_STAGE_KINDS];
 } nc_node;
+
+/* Whether the node's other ranks reach my [p, p + len) with single copy. */
+static inline int nc_node_reachable(const nc_node *n, const void *p, size_t len)
+{
+    return n->cma || (n->heap && nc_heap_holds(p, len));
+}
 
 /* My place in the tree of groups h (NULL: flat), root, radix and shape: the one computed for
  * the last calls if it is among them. */

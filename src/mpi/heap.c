@@ -96,7 +96,7 @@ void nc_mpi_drop_heaps(nc_mpi_comm *s)
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     const nc_config *cfg = nc_config_get();
-    if (cfg->enable && cfg->heap != NC_HEAP_OFF && size >= cfg->heap_min && baseptr) {
+    if (cfg->enable && size >= cfg->heap_min && baseptr && nc_heap_mine((int)cfg->heap)) {
         void *p = nc_heap_alloc((size_t)size);
         if (p) {
             *(void **)baseptr = p;

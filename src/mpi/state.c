@@ -16,6 +16,7 @@
 #include "../core/fatal.h"
 #include "../core/segment.h"
 #include "../coll/engine.h"
+#include "../coll/heap_only.h"
 #include "../coll/move.h"
 #include "../coll/watch.h"
 #include <sys/mman.h>
@@ -392,10 +393,11 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
      * algorithm: the whole communicator falls back together. */
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
     /* A one-rank node reads from nobody: it never blocks single-copy collectives. */
-    c->cma_everywhere = all_agree(c->node.size == 1 || c->node.cma, comm);
-    char what[160];
-    snprintf(what, sizeof what, "accelerated (%s%d ranks on %ld usable cores: waits %s)",
-             c->node.cma ? "single-copy available; " : "", physical_size, cores,
+    c->single_copy_everywhere = all_agree(c->node.size == 1 || c->node.cma || c->node.heap, comm);
+    char what[200];
+    snprintf(what, sizeof what, "accelerated (%s%s%d ranks on %ld usable cores: waits %s)",
+             c->node.cma ? "single-copy available; " : "", c->node.heap ? "shared heaps mapped; " : "", physical_size,
+             cores,
              cores > 0 && physical_size > cores ? "yield at once" : "spin, then yield");
     say(&c->cfg, 2, comm, what);
     return NC_ALG_COUNT;
@@ -412,6 +414,7 @@ static void release_resources(nc_mpi_comm *s)
     if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
     if (s->private_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->private_comm);
     nc_mpi_drop_heaps(s);
+    nc_stage_release(n);
     free(n->peers);
     free(n->slot_use);
     free(n->cons_seen);

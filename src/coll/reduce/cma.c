@@ -104,7 +104,6 @@ static nc_step progress(nc_op *op, void *state)
     NC_END(&st->head);
 }
 
-/* Every rank of the node reads every other's memory: the setup probe must have passed. */
-static int single_copy(const nc_comm *c, const nc_args *a) { return c->node.cma; }
-
-const nc_algorithm nc_reduce_cma = {NC_ALG_CMA, single_copy, NULL, progress, 0};
+/* Every rank of the node reads every other's memory: the setup probe must have passed, or the
+ * node's ranks agreed that the call's buffers lie in their shared heaps. */
+const nc_algorithm nc_reduce_cma = {NC_ALG_CMA, nc_single_copy, NULL, progress, 0};
