@@ -72,10 +72,10 @@ typedef struct nc_node {
     size_t stage_bytes[NC_STAGE_KINDS];
 } nc_node;
 
-/* Whether the node's other ranks reach my [p, p + len) with single copy. */
+/* Whether the node's other ranks (if any) reach my [p, p + len) with single copy. */
 static inline int nc_node_reachable(const nc_node *n, const void *p, size_t len)
 {
-    return n->cma || (n->heap && nc_heap_holds(p, len));
+    return n->size == 1 || n->cma || (n->heap && nc_heap_holds(p, len));
 }
 
 /* My place in the tree of groups h (NULL: flat), root, radix and shape: the one computed for
