@@ -9,3 +9,12 @@ foreach(mode on off)
     ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:nodecoll_heap>;NODECOLL_HEAP=${mode};NODECOLL_HEAP_MIN=65536;NODECOLL_HEAP_RETAIN=1048576"
     LABELS "${NODECOLL_MPI};heap;quick" TIMEOUT 60)
 endforeach()
+
+# Collectives on heap buffers against the host (test_heap.c): malloc'ed buffers in the
+# heap, with CMA and without (single copy through the heaps alone), some ranks' buffers
+# outside the heap now and then (mixed), and MPI_Alloc_mem's blocks without the preload.
+set(heap_on "NODECOLL_HEAP=on,NODECOLL_HEAP_MIN=65536,T_EXPECT_HEAP=1")
+nodecoll_mpi_test(NAME test_heap SOURCES test_heap.c NP 2 3 ARGS 1 LABELS heap quick HEAP
+  ENVS "cma:${heap_on}" "heaponly:${heap_on},NODECOLL_CMA=off" "mixed:${heap_on},NODECOLL_CMA=off,T_BUFFERS=mixed")
+nodecoll_mpi_test(NAME test_heap SOURCES test_heap.c NP 2 3 ARGS 1 LABELS heap quick
+  ENVS "allocmem:NODECOLL_HEAP=alloc_mem,NODECOLL_HEAP_MIN=65536,NODECOLL_CMA=off,T_EXPECT_HEAP=1")

@@ -61,6 +61,7 @@ int nc_data_read(nc_data *l, const nc_peer *peer, const char *remote, size_t off
     if (nc_data_is_bytes(l)) return nc_par_single_copy(0, peer, (void *)(uintptr_t)remote, l->base + off, len);
     const char *mapped = nc_peer_mapped(peer, remote, len);
     if (mapped) {
+        nc_peer_counted(1, len);
         nc_data_unpack(l, off, mapped, len);
         return 0;
     }

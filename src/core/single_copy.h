@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include "heap.h"
+#include "stats.h"
 
 /* Another process of the node, as single copy reaches it. */
 typedef struct nc_peer {
@@ -26,6 +27,12 @@ typedef struct nc_peer {
 static inline char *nc_peer_mapped(const nc_peer *p, const void *remote, size_t len)
 {
     return nc_heap_view_at(p->heap, remote, len);
+}
+
+/* Counts one transfer of `len` bytes (counter single_copy, heap or cma). */
+static inline void nc_peer_counted(int through_heap, size_t len)
+{
+    nc_stats_count(NC_COLL_SINGLE_COPY, through_heap ? NC_ALG_HEAP : NC_ALG_CMA, len);
 }
 
 /* Each returns 0 or an errno. */

@@ -126,6 +126,7 @@ int nc_par_single_copy(int write, const nc_peer *peer, void *remote, void *local
 {
     char *mapped = nc_peer_mapped(peer, remote, bytes);
     if (mapped) { /* the peer's heap: a copy like any other */
+        nc_peer_counted(1, bytes);
         nc_par_copy(write ? mapped : local, write ? local : mapped, bytes);
         return 0;
     }
