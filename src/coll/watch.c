@@ -120,6 +120,8 @@ _Noreturn void nc_single_copy_failed(nc_comm *c, int peer, const char *what, int
                 owner, why, c->rank, pid_of(&c->node, c->node.rank), what, call);
         c->watch.abort_job();
     }
+    if (err == NC_NO_SINGLE_COPY)
+        nc_fatal("single-copy %s node rank %d: the buffer is outside its shared heap and CMA is off", what, peer);
     nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe", what, peer, err);
 }
 

@@ -11,6 +11,8 @@
 #include "../core/fatal.h"
 #include "../core/heap.h"
 
+#define NC_EXPORT __attribute__((visibility("default")))
+
 /* Peers that send their heap to one socket between two barriers: the kernel queues ten
  * datagrams per socket (net.unix.max_dgram_qlen) and a send that finds the queue full fails,
  * so this leaves room for a second thread's setup at the same time. */
@@ -93,7 +95,7 @@ void nc_mpi_drop_heaps(nc_mpi_comm *s)
 /* ---- MPI_Alloc_mem / MPI_Free_mem ----------------------------------------------------------------- */
 
 /* The heap's blocks take no hints: MPI lets an implementation ignore the info argument. */
-int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+NC_EXPORT int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     const nc_config *cfg = nc_config_get();
     if (cfg->enable && size >= cfg->heap_min && baseptr && nc_heap_mine((int)cfg->heap)) {
@@ -106,4 +108,4 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
     return PMPI_Alloc_mem(size, info, baseptr);
 }
 
-int MPI_Free_mem(void *base) { return nc_heap_release(base) ? MPI_SUCCESS : PMPI_Free_mem(base); }
+NC_EXPORT int MPI_Free_mem(void *base) { return nc_heap_release(base) ? MPI_SUCCESS : PMPI_Free_mem(base); }
