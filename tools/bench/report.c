@@ -128,11 +128,15 @@ static void print_limits(FILE *out, const struct limits *l)
         fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line%s)\n",
                 l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns,
                 l->node_ranks > l->cores ? "" : "; measured again after every point, the lowest counts");
-    fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
+    fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold | single-copy read GB/s: CMA  "
+                 "shared mapping (the shared heap's way)\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
+        char cma[16] = "-", map[16] = "-";
         format_bytes(sz, sizeof sz, l->size[i]);
-        fprintf(out, "#   %8s  %12.2f %7.2f %15.2f %7.2f\n", sz, l->hot1[i], l->cold1[i],
-                l->hot_all[i], l->cold_all[i]);
+        if (l->read_map[i] > 0) snprintf(map, sizeof map, "%.2f", l->read_map[i]);
+        if (l->read_map[i] > 0) snprintf(cma, sizeof cma, l->read_cma[i] > 0 ? "%.2f" : "n/a", l->read_cma[i]);
+        fprintf(out, "#   %8s  %12.2f %7.2f %15.2f %7.2f | %26s %7s\n", sz, l->hot1[i], l->cold1[i], l->hot_all[i],
+                l->cold_all[i], cma, map);
     }
 }
 
@@ -289,6 +293,8 @@ static void json_limits(FILE *f, const struct limits *l)
         jkey(f, "cold_gbs", 0), jnum(f, l->cold1[i]);
         jkey(f, "hot_all_gbs", 0), jnum(f, l->hot_all[i]);
         jkey(f, "cold_all_gbs", 0), jnum(f, l->cold_all[i]);
+        jkey(f, "read_cma_gbs", 0), jnum(f, l->read_cma[i]);
+        jkey(f, "read_map_gbs", 0), jnum(f, l->read_map[i]);
         fputs("}", f);
     }
     fputs("]}", f);
