@@ -1,6 +1,6 @@
 /* Single-copy reduce-scatter by slices: each rank reduces one slice of the vector (its block
- * for Reduce_scatter), reading the others' input buffers with process_vm_readv in
- * cache-sized chunks, and writes each reduced chunk straight into the result buffers that
+ * for Reduce_scatter), reading the others' input buffers in cache-sized chunks (with
+ * process_vm_readv, or folding them straight from their shared heaps), and writes each reduced chunk straight into the result buffers that
  * need it: every rank's for Allreduce, the root's for Reduce, its own for Reduce_scatter.
  * Only the owner of a slice touches that slice of anybody's buffer, so in place is safe; one
  * closing wait keeps every buffer alive until its readers are done. */
@@ -46,6 +46,21 @@ static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char 
     }
 }
 
+/* Node rank q's input chunk [off, off + len): mine, or a peer's where its shared heap maps it
+ * here (folded straight from there: no copy), else read into `into`. */
+static const char *input_chunk(const cma_state *st, nc_comm *c, int q, size_t off, size_t len, char *into)
+{
+    nc_node *n = &c->node;
+    if (q == n->rank) return st->head.call.send + off;
+    const char *mapped = nc_peer_mapped(&n->peers[q], st->input[q] + off, len);
+    if (mapped) {
+        nc_peer_counted(1, len);
+        return mapped;
+    }
+    nc_node_single_copy_or_die(c, q, st->input[q] + off, into, len, 0);
+    return into;
+}
+
 /* Reduces my slice of everybody's input, `chunk` elements at a time, in rank order from the
  * highest down.  Only I touch this slice of anybody's buffers, so I may overwrite a peer's
  * input there (in place) right after reading it. */
@@ -59,9 +74,7 @@ static void reduce_slice(const cma_state *st, nc_comm *c)
     for (size_t e = st->lo; e < st->hi; e += chunk) {
         size_t cnt = nc_min_size(chunk, st->hi - e), off = e * es, len = cnt * es;
         for (int q = n->size - 1; q >= 0; q--) {
-            char *into = q == n->size - 1 ? acc : tmp;
-            const char *src = q == n->rank ? call->send + off : into;
-            if (q != n->rank) nc_node_single_copy_or_die(c, q, st->input[q] + off, into, len, 0);
+            const char *src = input_chunk(st, c, q, off, len, q == n->size - 1 ? acc : tmp);
             if (q != n->size - 1) nc_fold(call->red, src, acc, cnt);
             else if (src != acc) nc_copy_bytes(acc, src, len);
         }
