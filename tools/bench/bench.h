@@ -316,6 +316,7 @@ struct run_info {
     char settings[2048];     /* NODECOLL_*=value, space separated */
     int nranks;
     int oversubscribed;
+    int heap_buffers;        /* every rank's buffers come from nodecoll's shared heap */
     double seconds;
 };
 
