@@ -19,7 +19,8 @@ run() { # mpi heap cma rep
   local bench=(tools/bench/nodecoll-bench --coll "$colls" --sizes 256K:16M:2 --quiet --json "$out" "$@")
   local heap_lib=$build/src/libnodecoll-heap.so
   if [[ $mpi == openmpi ]]; then
-    (cd "$build" && mpirun -np 2 -x LD_PRELOAD="$heap_lib" -x NODECOLL_HEAP="$heap" -x NODECOLL_CMA="$cma" "${bench[@]}")
+    (cd "$build" &&
+      mpirun -np 2 -x LD_PRELOAD="$heap_lib" -x NODECOLL_HEAP="$heap" -x NODECOLL_CMA="$cma" "${bench[@]}")
   else
     (cd "$build" && env LD_PRELOAD="$heap_lib" NODECOLL_HEAP="$heap" NODECOLL_CMA="$cma" mpiexec -n 2 "${bench[@]}")
   fi

@@ -233,7 +233,8 @@ static int outside_in_round(int k, int rank, int mixed) { return mixed && k % (t
 
 static void rounds(int per_size, int mixed)
 {
-    const size_t sizes[] = {8, 1000, heap_min - 8, heap_min, 200 * 1024 + 24, ((size_t)1 << 20) + 8 * 12, (size_t)4 << 20};
+    const size_t sizes[] = {8,       1000, heap_min - 8, heap_min, 200 * 1024 + 24, ((size_t)1 << 20) + 8 * 12,
+                            (size_t)4 << 20};
     int k = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int r = 0; r < per_size; r++)

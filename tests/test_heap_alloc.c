@@ -266,8 +266,8 @@ static void test_fork(void)
     if (read(to_parent[0], &done, 1) != 1) done = 0;
     int status = 0;
     waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child: status %d (bits: 1 copy wrong, 2 parent's write "
-                                                          "seen, 4/8 child's own heap)", status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "forked child: status %d (bits: 1 copy wrong, 2 parent's write seen, 4/8 child's own heap)", status);
     CHECK(filled(mine, n, 42), "the child's write reached the parent");
     free(mine);
     close(to_child[0]);

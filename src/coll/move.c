@@ -94,14 +94,16 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
     if (p->in_slot) memcpy(dst, src, len); /* small: not worth a thread team */
     else if (src) nc_par_copy(dst, src, len);
     else /* a large read: the caller's thread team, if any, shares it */
-        check_single_copy(c, p, "read from", nc_par_single_copy(0, &c->node.peers[p->rank], (void *)(p->base + off), dst, len));
+        check_single_copy(c, p, "read from",
+                          nc_par_single_copy(0, &c->node.peers[p->rank], (void *)(p->base + off), dst, len));
 }
 
 void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len)
 {
     nc_node *n = &c->node;
     if (!len) return;
-    check_single_copy(c, p, "write to", nc_par_single_copy(1, &n->peers[p->rank], (void *)(p->base + off), (void *)src, len));
+    check_single_copy(c, p, "write to",
+                      nc_par_single_copy(1, &n->peers[p->rank], (void *)(p->base + off), (void *)src, len));
 }
 
 

@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-
 static NC_HOT_TLS nc_team *leading;
 
 void nc_team_init(nc_team *t, int threads, size_t part_min, nc_wait_policy wait)

@@ -190,10 +190,9 @@ static int probe_single_copy(nc_node *n)
     uint64_t got;
     for (int r = 0; r < n->size; r++) {
         nc_rank_info peer = nc_rank_info_read(nc_node_ctl(n, r));
-        pid_t pid = (pid_t)peer.proc.pid;
-        n->peers[r].pid = pid;
         if (r == n->rank) continue;
-        if (nc_cma_read(pid, (const void *)(uintptr_t)peer.probe_addr, &got, sizeof got) || got != peer.probe_word)
+        if (nc_cma_read(n->peers[r].pid, (const void *)(uintptr_t)peer.probe_addr, &got, sizeof got) ||
+            got != peer.probe_word)
             return 0;
     }
     return 1;
@@ -294,6 +293,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (!ok) return 0;
 
     alloc_node_state(c, oversubscribed);
+    for (int r = 0; r < n->size; r++) n->peers[r].pid = (pid_t)nc_rank_info_read(nc_node_ctl(n, r)).proc.pid;
     group_by_topology(s);
     n->wait.spinners = cores_per_rank;
     int cma_ok = 0;

@@ -48,7 +48,8 @@ static const char *heap_status(void)
     nc_heap_take_offers();
     nc_heap_view *view = nc_heap_view_get(mine->id);
     uint64_t *word = nc_heap_alloc(sizeof *word);
-    volatile uint64_t *seen = view && word ? (volatile uint64_t *)(void *)nc_heap_view_at(view, word, sizeof *word) : NULL;
+    char *mapped = view && word ? nc_heap_view_at(view, word, sizeof *word) : NULL;
+    volatile uint64_t *seen = (volatile uint64_t *)(void *)mapped;
     if (word) *word = probe_word;
     int works = seen && *seen == probe_word;
     nc_heap_release(word);

@@ -25,7 +25,8 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
         int r = nb->out[j];
         if (r != c->rank && nc_neighbor_local(c, r)) nc_neighbor_add_reader(n, marks, c->node_rank_of[r], &nreaders);
     }
-    nc_move_publish(n, seq, in_slot || !nreaders ? a->move.send : nc_move_reachable(c, a->move.send, len), in_slot, len);
+    const void *direct = in_slot || !nreaders ? a->move.send : nc_move_reachable(c, a->move.send, len);
+    nc_move_publish(n, seq, direct, in_slot, len);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return !in_slot && nreaders;
 }

@@ -1,7 +1,8 @@
 /* Single-copy reduce-scatter by slices: each rank reduces one slice of the vector (its block
  * for Reduce_scatter), reading the others' input buffers in cache-sized chunks (with
- * process_vm_readv, or folding them straight from their shared heaps), and writes each reduced chunk straight into the result buffers that
- * need it: every rank's for Allreduce, the root's for Reduce, its own for Reduce_scatter.
+ * process_vm_readv, or folding them straight from their shared heaps), and writes each
+ * reduced chunk straight into the result buffers that need it: every rank's for Allreduce,
+ * the root's for Reduce, its own for Reduce_scatter.
  * Only the owner of a slice touches that slice of anybody's buffer, so in place is safe; one
  * closing wait keeps every buffer alive until its readers are done. */
 #include <stdlib.h>
