@@ -317,7 +317,7 @@ int main(int argc, char **argv)
     const char *heap = getenv("NODECOLL_HEAP"), *buffers = getenv("T_BUFFERS"), *min = getenv("NODECOLL_HEAP_MIN");
     alloc_mem = heap && !strcmp(heap, "alloc_mem");
     expect_heap = getenv("T_EXPECT_HEAP") && atoi(getenv("T_EXPECT_HEAP"));
-    heap_min = min ? (size_t)strtoull(min, NULL, 10) : 262144;
+    heap_min = min ? (size_t)strtoull(min, NULL, 10) : 131072;
     rounds(t_scale(per_size), buffers && !strcmp(buffers, "mixed"));
     many_communicators();
     if (expect_heap) T_CHECK(nodecoll_stat_calls("single_copy", "heap") > 0, "nothing moved through the heap");

@@ -350,7 +350,7 @@ int main(int argc, char **argv)
     heap_on = argc > 1 && !strcmp(argv[1], "on");
     double seconds = argc > 2 ? atof(argv[2]) : 1.0;
     const char *min = getenv("NODECOLL_HEAP_MIN");
-    large = min ? (size_t)strtoull(min, NULL, 10) : (size_t)262144;
+    large = min ? (size_t)strtoull(min, NULL, 10) : (size_t)131072;
     const nc_heap_api *api = dlsym(RTLD_DEFAULT, NC_HEAP_API_SYMBOL);
     if (!api) {
         fprintf(stderr, "test_heap_alloc: libnodecoll-heap.so is not preloaded\n");

@@ -128,7 +128,7 @@
     "between the ranks' buffers with plain loads and stores (no CMA, no system call per transfer; also where " \
     "CMA is forbidden).  alloc_mem: blocks from MPI_Alloc_mem of NODECOLL_HEAP_MIN bytes or more; on: also " \
     "malloc and its kin, with libnodecoll-heap.so preloaded (README, \"The shared heap\").") \
-  X(heap_min,            SIZE, 262144,   4096, 1099511627776, NULL, \
+  X(heap_min,            SIZE, 131072,   4096, 1099511627776, NULL, \
     "Allocations of this many bytes or more come from the shared heap; smaller ones stay with the C library.") \
   X(heap_size,           SIZE, 68719476736, 1048576, 70368744177664, NULL, \
     "Address space of each process's shared heap (pages are used only as blocks need them); an allocation " \
