@@ -52,12 +52,15 @@ if(heap_preloadable)
   set(heap_small "NODECOLL_HEAP=on,NODECOLL_HEAP_MIN=4096")
   foreach(test test_move test_neighbor test_nonblocking_move test_nonblocking_reduce)
     nodecoll_mpi_test(NAME ${test} SOURCES ${test}.c NP ${heap_np} ARGS 1 LABELS heap quick HEAP
-      ENVS "heaponly:${heap_small},NODECOLL_CMA=off")
+      ENVS "heaponly:${heap_small},NODECOLL_CMA=off,NODECOLL_TEAM_PART_MIN=4K")
   endforeach()
   foreach(test test_bcast test_reduce)
     nodecoll_mpi_test(NAME ${test} SOURCES ${test}.c NP 2 ARGS 1 LABELS heap quick HEAP
       ENVS "heaponly:${heap_small},NODECOLL_CMA=off" "heapcma:${heap_small}")
   endforeach()
+  # thread teams: a copy through a peer's heap is shared among the team like any copy
+  nodecoll_mpi_test(NAME test_team SOURCES test_team.c NP 2 LABELS heap quick threads HEAP
+    ENVS "heaponly:${heap_small},NODECOLL_CMA=off,NODECOLL_TEAM_PART_MIN=4K")
 endif()
 
 # A rank SIGKILLed in the middle of collectives on heap buffers (test_kill.sh): nothing of
