@@ -2,7 +2,8 @@
 """Tables of docs/results-heap.md from the JSON files of scripts/bench-heap.sh.
 
 Each file is one nodecoll-bench run of one configuration (MPI, heap on or off, CMA on or
-off).  Repetitions of a configuration give ranges: every cell is "lowest-highest" over them.
+off).  Repetitions of a configuration give ranges: every cell is "median (lowest-highest)"
+over them, a ratio taken within each run before.
 """
 import json
 import sys
@@ -38,11 +39,13 @@ def mpi_of(run):
 
 
 def span(values, fmt):
-    values = [v for v in values if v is not None]
+    values = sorted(v for v in values if v is not None)
     if not values:
         return "–"
-    lo, hi = min(values), max(values)
-    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+    lo, hi, mid = values[0], values[-1], values[len(values) // 2]
+    if fmt.format(lo) == fmt.format(hi):
+        return fmt.format(lo)
+    return f"{fmt.format(mid)} ({fmt.format(lo)}-{fmt.format(hi)})"
 
 
 def limits_tables(runs_by_mpi):
