@@ -108,6 +108,28 @@ size_t nodecoll_shm_mapped_bytes(void);
 
 #ifndef NODECOLL_WITHOUT_MPI
 /*
+ * What nodecoll runs with on a communicator (local; the communicator's first accelerated
+ * collective sets it up: before that, or where the host MPI serves it, MPI_ERR_COMM).
+ *
+ * nodecoll_comm_setting writes into `value` (at most `len` bytes) the value of a NODECOLL_*
+ * setting (prefix optional) in force on comm, as a user would type it ("64K", "numa,l3"):
+ * rank 0's settings, with the tuning rules' layout and levels for this node's size.  Given a
+ * collective ("bcast", "allreduce", ...) and a byte count (as the rules count them), a
+ * per-call parameter (NODECOLL_BARRIER_FANIN, _FANOUT, NODECOLL_BCAST_RADIX, NODECOLL_CMA_CHUNK
+ * for Bcast, NODECOLL_REDUCE_FANIN, NODECOLL_REDUCE_CHUNK for the reductions) is the value a
+ * call of that size takes: a tuning rule's where one applies.  collective NULL: the
+ * communicator's value.  An unknown setting or collective: MPI_ERR_ARG.
+ *
+ * nodecoll_comm_groups writes the topology groups of this rank's node on comm: "flat", or
+ * each level with its number of groups, coarse first ("package:2 numa:4").
+ */
+int nodecoll_comm_setting(MPI_Comm comm, const char *name, const char *collective, MPI_Aint bytes, char *value,
+                          int len);
+int nodecoll_comm_groups(MPI_Comm comm, char *groups, int len);
+#endif
+
+#ifndef NODECOLL_WITHOUT_MPI
+/*
  * Node-shared collective results
  * ==============================
  *

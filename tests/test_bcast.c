@@ -148,9 +148,28 @@ static void push_while_a_rank_runs_ahead(void)
     MPI_Type_free(&every_other);
 }
 
+/* One root several times in a row at sizes around Bcast's chain of inline flags (112 and
+ * 224 bytes): whichever node algorithm runs, the next call's announcement must find its
+ * slots free (a chain announced before a single-copy call, which took one fragment, left
+ * the root's next call waiting forever for a slot no rank released). */
+static void one_root_in_a_row(void)
+{
+    static const int sizes[] = {100, 120, 200, 224, 240, 300, 8};
+    char buf[300];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int it = 0; it < 4; it++) {
+            for (int i = 0; i < sizes[s]; i++) buf[i] = t_rank == 0 ? (char)(it * 7 + i) : -1;
+            MPI_Bcast(buf, sizes[s], MPI_CHAR, 0, MPI_COMM_WORLD);
+            int wrong = 0;
+            for (int i = 0; i < sizes[s]; i++) wrong += buf[i] != (char)(it * 7 + i);
+            T_CHECK(!wrong, "one root in a row: %d wrong bytes of %d (call %d)", wrong, sizes[s], it);
+        }
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
+    one_root_in_a_row();
     push_while_a_rank_runs_ahead();
     make_types();
     int cases = t_scale(60);

@@ -1030,6 +1030,92 @@ contains
     call MPI_Type_free(abstype, ierr)
   end subroutine
 
+  ! MPI_BOTTOM with absolute addresses as Neighbor_alltoallw's (MPI_ADDRESS_KIND) displacements
+  ! and plain INTEGERs, on rank 0 alone (a valid call nodecoll once judged invalid on that rank
+  ! alone, which then waited in the host's call for peers waiting in nodecoll).
+  subroutine t_bottom_displacements()
+    integer, parameter :: k = 2
+    integer :: nin, nout, j, i
+    integer :: sources(np), dests(np), scounts(np), rcounts(np)
+    integer, target :: sb(k*np), rb(k*np)
+    integer :: want(k*np)
+    integer(kind=MPI_ADDRESS_KIND) :: sd(np), rd(np), extent
+    logical :: weighted
+    HANDLE(MPI_Datatype) :: types(np)
+    call MPI_Dist_graph_neighbors_count(gcomm, nin, nout, weighted, ierr)
+    call MPI_Dist_graph_neighbors(gcomm, nin, sources, MPI_UNWEIGHTED, nout, dests, MPI_UNWEIGHTED, ierr)
+    call integer_extent(extent)
+    do j = 1, nout
+      sb(k*(j - 1) + 1:k*j) = [(val(me, dests(j)*10 + i), i=1, k)]
+    end do
+    rb = GAP
+    do j = 1, nin
+      want(k*(j - 1) + 1:k*j) = [(val(sources(j), me*10 + i), i=1, k)]
+    end do
+    scounts = k
+    rcounts = k
+    types = MPI_INTEGER
+    do j = 1, np
+      if (me == 0) then
+        call MPI_Get_address(sb(k*(j - 1) + 1), sd(j), ierr)
+        call MPI_Get_address(rb(k*(j - 1) + 1), rd(j), ierr)
+      else
+        sd(j) = k*(j - 1)*extent
+        rd(j) = k*(j - 1)*extent
+      end if
+    end do
+    if (me == 0) then
+      call MPI_Neighbor_alltoallw(MPI_BOTTOM, scounts, sd, types, MPI_BOTTOM, rcounts, rd, types, gcomm, ierr)
+    else
+      call MPI_Neighbor_alltoallw(sb, scounts, sd, types, rb, rcounts, rd, types, gcomm, ierr)
+    end if
+    call ok('neighbor_alltoallw MPI_BOTTOM')
+    call check_ints(rb(1:k*nin), want(1:k*nin), 'neighbor_alltoallw MPI_BOTTOM')
+    call served('neighbor_alltoallw', F_BLOCK)
+  end subroutine
+
+#if NC_BINDING == 3
+  ! A strided array section as the buffer of rank 0 alone: MPICH's mpi_f08 binding describes it
+  ! with a datatype it commits and frees itself through PMPI_ (nodecoll once took that type
+  ! for uncommitted on that rank alone), also around a nonblocking call whose request outlives
+  ! the type (a type made meanwhile may take its handle).  (MPICH 4.0.2's binding gets a
+  ! section wrong in a nonblocking reduction, with or without nodecoll: not tested.)
+  subroutine t_sections()
+    integer, parameter :: n = 10
+    integer :: a(2*n), b(n), want(n), i, round
+    HANDLE(MPI_Request) :: req
+    HANDLE(MPI_Datatype) :: other
+    do round = 1, 3
+      a = [(val(me, i + round), i=1, 2*n)]
+      want = [(val(0, 2*i - 1 + round), i=1, n)]
+      b = GAP
+      if (me == 0) then
+        call MPI_Bcast(a(1:2*n:2), n, MPI_INTEGER, 0, comm, ierr)
+        b = a(1:2*n:2)
+      else
+        call MPI_Bcast(b, n, MPI_INTEGER, 0, comm, ierr)
+      end if
+      call ok('bcast of a section')
+      call check_ints(b, want, 'bcast of a section')
+      call served('bcast', F_DERIVED)
+      b = GAP
+      if (me == 0) then
+        call MPI_Ibcast(a(1:2*n:2), n, MPI_INTEGER, 0, comm, req, ierr)
+        b = want
+      else
+        call MPI_Ibcast(b, n, MPI_INTEGER, 0, comm, req, ierr)
+      end if
+      call MPI_Type_contiguous(3, MPI_INTEGER, other, ierr)
+      call MPI_Type_commit(other, ierr)
+      call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+      call ok('ibcast of a section')
+      call check_ints(b, want, 'ibcast of a section')
+      call served('bcast', F_NONBLOCKING)
+      call MPI_Type_free(other, ierr)
+    end do
+  end subroutine
+#endif
+
   ! ---- the point-to-point calls nodecoll makes progress (with a nonblocking Barrier pending) -
   subroutine t_p2p()
     integer :: right, left, x(3), y(3), cnt
@@ -1224,6 +1310,10 @@ program test_fortran
   call t_first_nonblocking()
   call t_fortran_types()
   call t_bottom()
+  call t_bottom_displacements()
+#if NC_BINDING == 3
+  call t_sections()
+#endif
   call t_p2p()
   call t_type_free()
   call t_errors()

@@ -6,7 +6,9 @@
  * and the whole buffer (gaps included) must match the host's byte for byte.
  *
  * Also: a rank with nothing to exchange returns from Alltoallv without waiting for peers that
- * are late (zero-size peers are never contacted), and bad arguments (negative count, root
+ * are late (zero-size peers are never contacted), calls back to back with no other
+ * synchronisation see every call's data although senders overwrite their buffers at once
+ * (small blocks through the ring of slots, which wraps), and bad arguments (negative count, root
  * out of range, MPI_DATATYPE_NULL) give the host's error class.
  *
  * Argument: number of random cases per pattern (default 2). */
@@ -391,6 +393,114 @@ static void run_zero_peer_check(MPI_Comm comm)
     MPI_Barrier(comm);
 }
 
+/* ---- calls back to back ---------------------------------------------------------------- */
+
+/* Calls with no other synchronisation between them: a publisher of a small block returns
+ * at once and may run ahead of its readers until its ring of slots wraps (64 inline flags,
+ * NODECOLL_SEGMENTS ring segments).  Every sender overwrites its buffer right after each
+ * call and the data changes every call, so a reader that copied from the sender's buffer
+ * instead of the slot, or from a slot the sender had already refilled, sees the wrong
+ * call's values; the last rank falls behind now and then, so the ring wraps while it is
+ * late.  Sizes: a block that rides in the flag, one in a ring segment, and one beyond a
+ * small NODECOLL_MOVE_SLOT (the round's direct reads). */
+typedef struct b2b_bufs {
+    int *send, *recv;
+    int n, rank, size, bad;
+} b2b_bufs;
+
+static void b2b_expect(b2b_bufs *b, const int *got, int seed, int from, int to, int k)
+{
+    if (*got != value(seed, from, to, k) && !b->bad++)
+        t_fail("back to back, %d ints, call %d: element %d from rank %d is %d, expected %d", b->n, seed, k, from, *got,
+               value(seed, from, to, k));
+}
+
+static void b2b_overwrite(b2b_bufs *b, int blocks)
+{
+    for (int i = 0; i < blocks * b->n; i++) b->send[i] = -3;
+}
+
+static void b2b_gather(MPI_Comm comm, b2b_bufs *b, int it, int root)
+{
+    int n = b->n, me = b->rank;
+    for (int k = 0; k < n; k++) b->send[k] = value(it, me, -1, k);
+    T_OK(MPI_Gather(b->send, n, MPI_INT, b->recv, n, MPI_INT, root, comm));
+    b2b_overwrite(b, 1);
+    for (int i = 0; me == root && i < b->size; i++)
+        for (int k = 0; k < n; k++) b2b_expect(b, &b->recv[i * n + k], it, i, -1, k);
+}
+
+static void b2b_scatter(MPI_Comm comm, b2b_bufs *b, int it, int root)
+{
+    int n = b->n, me = b->rank;
+    for (int i = 0; me == root && i < b->size; i++)
+        for (int k = 0; k < n; k++) b->send[i * n + k] = value(it, me, i, k);
+    T_OK(MPI_Scatter(b->send, n, MPI_INT, b->recv, n, MPI_INT, root, comm));
+    b2b_overwrite(b, b->size);
+    for (int k = 0; k < n; k++) b2b_expect(b, &b->recv[k], it, root, me, k);
+}
+
+static void b2b_allgather(MPI_Comm comm, b2b_bufs *b, int it)
+{
+    int n = b->n, me = b->rank;
+    for (int k = 0; k < n; k++) b->send[k] = value(it, me, -1, k);
+    T_OK(MPI_Allgather(b->send, n, MPI_INT, b->recv, n, MPI_INT, comm));
+    b2b_overwrite(b, 1);
+    for (int i = 0; i < b->size; i++)
+        for (int k = 0; k < n; k++) b2b_expect(b, &b->recv[i * n + k], it, i, -1, k);
+}
+
+static void b2b_alltoall(MPI_Comm comm, b2b_bufs *b, int it)
+{
+    int n = b->n, me = b->rank;
+    for (int i = 0; i < b->size; i++)
+        for (int k = 0; k < n; k++) b->send[i * n + k] = value(it, me, i, k);
+    T_OK(MPI_Alltoall(b->send, n, MPI_INT, b->recv, n, MPI_INT, comm));
+    b2b_overwrite(b, b->size);
+    for (int i = 0; i < b->size; i++)
+        for (int k = 0; k < n; k++) b2b_expect(b, &b->recv[i * n + k], it, i, me, k);
+}
+
+/* `late` falls behind now and then. */
+static void b2b_maybe_late(const b2b_bufs *b, int it, int late)
+{
+    if (b->rank == late && it % 50 == 0) usleep(2000);
+}
+
+static void run_back_to_back(MPI_Comm comm)
+{
+    static const int sizes[] = {2, 40, 1500}; /* ints: in the flag, a ring segment, beyond a small slot */
+    /* (emulated nodes run every call through the host between nodes: fewer calls) */
+    int calls = getenv("NODECOLL_RANKS_PER_NODE") ? 20 : t_scale(200);
+    b2b_bufs b = {0};
+    MPI_Comm_rank(comm, &b.rank);
+    MPI_Comm_size(comm, &b.size);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        b.n = sizes[s];
+        b.bad = 0;
+        b.send = alloc_ints(b.size * b.n, 0);
+        b.recv = alloc_ints(b.size * b.n, 0);
+        /* Gather's senders run ahead of a late root, Scatter's root ahead of a late receiver. */
+        for (int it = 1; it <= calls; it++) {
+            b2b_maybe_late(&b, it, 0);
+            b2b_gather(comm, &b, it, 0);
+        }
+        for (int it = 1; it <= calls; it++) {
+            b2b_maybe_late(&b, it, b.size - 1);
+            b2b_scatter(comm, &b, it, 0);
+        }
+        for (int it = 1; it <= calls; it++) {
+            b2b_maybe_late(&b, it, b.size - 1);
+            b2b_gather(comm, &b, it, it % b.size);
+            b2b_scatter(comm, &b, it, it % b.size);
+            b2b_allgather(comm, &b, it);
+            b2b_alltoall(comm, &b, it);
+        }
+        free(b.send);
+        free(b.recv);
+    }
+}
+
 /* ---- nodecoll's messages stay invisible ------------------------------------------------ */
 
 /* A wildcard receive the program posted before an Alltoall must not take any of the call's
@@ -488,6 +598,7 @@ int main(int argc, char **argv)
     run_derived(comm, cases + 2);
     run_derived_runs(comm);
     run_zero_peer_check(comm);
+    run_back_to_back(comm);
     run_wildcard_receive(comm);
     run_errors(comm);
     /* The communicator still works after the errors. */

@@ -214,7 +214,12 @@ static void progress_in_host_calls(uint64_t *seed, MPI_Comm comm)
     if (size < 2) return;
     enum { COUNT = 1 << 18 };
     int *buf = malloc(COUNT * sizeof(int)), *expect = malloc(COUNT * sizeof(int));
-    for (int how = 0; how < 4; how++) {
+#if MPI_VERSION >= 4
+    enum { HOW = 7 }; /* (the last: MPI_Recv_c, which mpi_f08 callers with MPI_COUNT_KIND counts reach) */
+#else
+    enum { HOW = 6 };
+#endif
+    for (int how = 0; how < HOW; how++) {
         int root = (int)(t_rand(seed) % (uint64_t)size), last = (root + size - 1) % size, word = -1, mine = rank;
         bcast_case c = {MPI_INT, "MPI_INT", COUNT, root, COUNT * sizeof(int)};
         reference(&c, expect, how, comm);
@@ -227,21 +232,89 @@ static void progress_in_host_calls(uint64_t *seed, MPI_Comm comm)
             case 0: MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
             case 1: MPI_Irecv(&word, 1, MPI_INT, last, 90, comm, &recv); MPI_Wait(&recv, MPI_STATUS_IGNORE); break;
             case 2: MPI_Probe(last, 90, comm, &status); MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
-            default: MPI_Sendrecv(&mine, 1, MPI_INT, last, 91, &word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            case 3: MPI_Sendrecv(&mine, 1, MPI_INT, last, 91, &word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+            case 4:
+                word = mine;
+                MPI_Sendrecv_replace(&word, 1, MPI_INT, last, 91, last, 90, comm, MPI_STATUS_IGNORE);
+                break;
+            case 5: /* (an MPI_Ssend completes only once the last rank, after its Ibcast, receives it) */
+                MPI_Ssend(&mine, 1, MPI_INT, last, 92, comm);
+                MPI_Recv(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE);
+                break;
+#if MPI_VERSION >= 4
+            default: MPI_Recv_c(&word, 1, MPI_INT, last, 90, comm, MPI_STATUS_IGNORE); break;
+#endif
             }
             T_CHECK(word == last, "host call %d beside a pending Ibcast received %d, not %d", how, word, last);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
         } else {
             MPI_Wait(&req, MPI_STATUS_IGNORE);
-            if (rank == last && how == 3)
+            if (rank == last && (how == 3 || how == 4))
                 MPI_Sendrecv(&mine, 1, MPI_INT, root, 90, &word, 1, MPI_INT, root, 91, comm, MPI_STATUS_IGNORE);
-            else if (rank == last)
+            else if (rank == last && how == 5) {
+                MPI_Recv(&word, 1, MPI_INT, root, 92, comm, MPI_STATUS_IGNORE);
+                MPI_Send(&mine, 1, MPI_INT, root, 90, comm);
+            } else if (rank == last)
                 MPI_Send(&mine, 1, MPI_INT, root, 90, comm);
         }
         T_CHECK(same(buf, expect, c.extent), "Ibcast beside host call %d differs from the host", how);
     }
     free(buf);
     free(expect);
+}
+
+/* The other way round: rank 0 waits in nodecoll (a nonblocking Allreduce's Wait or a loop
+ * of Tests, a blocking Bcast) while its large send to rank 1 is pending in the host, and
+ * rank 1 receives it before it joins: the host's transfer must move while rank 0 waits in
+ * nodecoll (a rendezvous needs the sender; Open MPI's single-copy transfer does not, so the
+ * nocma run switches it off).  Then the first blocking collective on a new communicator,
+ * which sets it up with blocking host calls, while an Ibcast is pending elsewhere. */
+static void host_progress_in_nodecoll_waits(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2) return;
+    enum { BYTES = 4 << 20 };
+    char *big = malloc(BYTES);
+    memset(big, rank + 1, BYTES);
+    for (int how = 0; how < 3; how++) {
+        double mine = rank + how, sum = 0;
+        MPI_Request send, req;
+        if (rank == 0) {
+            MPI_Isend(big, BYTES, MPI_BYTE, 1, 93, comm, &send);
+            if (how == 2) {
+                MPI_Bcast(&mine, 1, MPI_DOUBLE, 0, comm);
+            } else {
+                MPI_Iallreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, comm, &req);
+                for (int flag = 0; how == 1 && !flag;) MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+                if (how == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+            MPI_Wait(&send, MPI_STATUS_IGNORE);
+        } else {
+            if (rank == 1) MPI_Recv(big, BYTES, MPI_BYTE, 0, 93, comm, MPI_STATUS_IGNORE);
+            if (how == 2) {
+                MPI_Bcast(&mine, 1, MPI_DOUBLE, 0, comm);
+            } else {
+                MPI_Iallreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, comm, &req);
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+        }
+        double want = (double)size * (size - 1) / 2 + (double)size * how;
+        T_CHECK(how == 2 ? mine == how : sum == want, "collective %d beside a pending host send: wrong result", how);
+        T_CHECK(rank != 1 || big[BYTES - 1] == 1, "host send beside collective %d: wrong data", how);
+    }
+    /* set-up of a new communicator while this rank's large Ibcast is pending */
+    MPI_Comm fresh;
+    MPI_Comm_dup(comm, &fresh);
+    MPI_Request req;
+    MPI_Ibcast(big, BYTES, MPI_BYTE, 0, comm, &req);
+    if (rank != 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Barrier(fresh); /* (its first blocking collective: nodecoll sets it up) */
+    if (rank == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+    T_CHECK(big[BYTES - 1] == 1, "Ibcast beside a set-up: wrong data");
+    MPI_Comm_free(&fresh);
+    free(big);
 }
 
 /* With NODECOLL_PROGRESS_THREAD=1: the root starts a large Ibcast and then makes no MPI
@@ -453,6 +526,7 @@ int main(int argc, char **argv)
     if (t_size > 1) freed_while_active(&seed, dup);
     comm_freed_while_pending(&seed);
     progress_in_host_calls(&seed, MPI_COMM_WORLD);
+    host_progress_in_nodecoll_waits(MPI_COMM_WORLD);
     progress_without_mpi_calls(MPI_COMM_WORLD);
     review_regressions(MPI_COMM_WORLD);
 #ifdef T_PERSISTENT

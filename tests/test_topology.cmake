@@ -50,9 +50,11 @@ endif()
 # wrong.
 nodecoll_core_test(test_tune_rules)
 # With MPI: the tuner's round trip (tune at 2 ranks, then every rule's algorithm must serve
-# calls in its range, with the host's bytes), and crafted files: one the job must follow, and
-# malformed, another version, another MPI, another rank count, which must leave the built-in
-# choices and say why, naming the line.
+# calls in its range, with the host's bytes, and its parameters, layout and levels must be in
+# force), and crafted files: ones the job must follow (format 1; format 2 with a layout and
+# chunks; the same under settings from the environment, which win; levels on a synthetic
+# topology), and malformed, another version, another MPI, another rank count, a layout out of
+# range, which must leave the built-in choices and say why, naming the line.
 add_executable(test_tune test_tune.c)
 target_link_libraries(test_tune PRIVATE nodecoll_static MPI::MPI_C)
 target_include_directories(test_tune PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
@@ -67,7 +69,7 @@ if(TARGET nodecoll-tune)
                     ARGS ${CMAKE_CURRENT_BINARY_DIR}/tuned.rules LABELS quick)
   set_tests_properties(test_tune.np2.roundtrip PROPERTIES FIXTURES_REQUIRED tuned_rules)
 endif()
-foreach(kind good malformed version mpi ranks)
+foreach(kind good malformed version mpi ranks params given badlayout)
   nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 2 ENVS "${kind}:" ARGS --crafted ${kind} LABELS quick)
 endforeach()
 set_tests_properties(test_tune.np2.malformed PROPERTIES
@@ -79,3 +81,22 @@ set_tests_properties(test_tune.np2.mpi PROPERTIES
   PASS_REGULAR_EXPRESSION "rules:3: measured with No MPI 0" FAIL_REGULAR_EXPRESSION "FAIL")
 set_tests_properties(test_tune.np2.ranks PROPERTIES
   PASS_REGULAR_EXPRESSION "has no rules for 2 ranks per node" FAIL_REGULAR_EXPRESSION "FAIL")
+set_tests_properties(test_tune.np2.badlayout PROPERTIES
+  PASS_REGULAR_EXPRESSION "rules:5: \"segment=1K\" is out of range \\(NODECOLL_SEGMENT_SIZE: 4K \\.\\. 64M\\); using"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+if(NODECOLL_MPI STREQUAL "openmpi")
+  # 8 ranks in one package: auto groups them by NUMA node and L3 (numa:2 l3:4), the file's
+  # `levels 8 numa` by NUMA node only.
+  set(synthetic "HWLOC_SYNTHETIC=package:2 numa:2 l3:2 core:2")
+  nodecoll_mpi_test(NAME test_tune SOURCES test_tune.c NP 8 ENVS "levels:" LABELS quick
+                    ARGS --crafted levels "${synthetic}" NODECOLL_TEST_GROUPS=numa:2)
+  # The tuner's candidates there: only the levels that group the ranks differently.
+  if(TARGET nodecoll-tune)
+    add_test(NAME nodecoll_tune.np8.levels
+             COMMAND ${MPIEXEC_EXECUTABLE} ${NODECOLL_OVERSUB_FLAG} -np 8 $<TARGET_FILE:nodecoll-tune> --quick
+                     --dry-run --out ${CMAKE_CURRENT_BINARY_DIR}/unused.rules)
+    set_tests_properties(nodecoll_tune.np8.levels PROPERTIES TIMEOUT 120 LABELS "${NODECOLL_MPI};quick"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;ASAN_OPTIONS=detect_leaks=0;${synthetic}"
+      PASS_REGULAR_EXPRESSION "levels: auto, flat, numa, l3\n")
+  endif()
+endif()

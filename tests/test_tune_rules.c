@@ -1,6 +1,7 @@
-/* The tuning rules file without MPI (issue 19 part 3): a good file, and every way one can be
- * wrong (each named by its line, and no rules kept), the lookup, and the round trip of a rule
- * through its text. */
+/* The tuning rules file without MPI (issue 19 part 3): a good file of each format, and every
+ * way one can be wrong (each named by its line, and no rules kept), the lookup, the round
+ * trip of a rule and a node's lines through their text, and how rules yield to settings the
+ * environment gave. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ static int failures;
     } while (0)
 
 static const char *head = "# written by hand\n"
-                          "nodecoll-rules 1\n"
+                          "nodecoll-rules 2\n"
                           "nodecoll 9.8.7\n"
                           "mpi Some MPI 1.2\n"
                           "machine box, 128 cores, several words of free text: a b c d e f g h\n"
@@ -90,6 +91,71 @@ int main(void)
         parse(good);
     }
 
+    /* Format 2: chunks, layout and levels. */
+    static const char *good2 = "layout 4 segment=64K segments=16\n"
+                               "levels 4 numa,l3\n"
+                               "bcast 4 16385 inf cma chunk=256K radix=2\n"
+                               "allreduce 4 32K inf cma chunk=1M\n"
+                               "levels 64 flat\n"
+                               "layout 8 segments=4\n";
+    CHECK(parse(good2) == 0, "format 2 file: %s", err);
+    CHECK(rules.count == 2 && rules.nodes == 3, "two rules, three node sizes");
+    const nc_tune_node *n4 = nc_tune_node_find(&rules, 4), *n64 = nc_tune_node_find(&rules, 64);
+    CHECK(n4 && n4->segment_size == 65536 && n4->segments == 16 && n4->layout_line == 7 && n4->levels_line == 8 &&
+              n4->levels == (1 << 1 | 1 << 2),
+          "node 4's layout and levels");
+    CHECK(n64 && n64->levels_line == 11 && n64->levels == 0 && !n64->layout_line, "node 64: levels flat only");
+    CHECK(!nc_tune_node_find(&rules, 5) && nc_tune_has_ranks(&rules, 8), "a node size with only a layout has rules");
+    r = nc_tune_find(&rules, NC_COLL_BCAST, 4, 1 << 20);
+    CHECK(r && nc_tune_param_of(r, NC_TUNE_CHUNK) == 262144 && nc_tune_param_of(r, NC_TUNE_RADIX) == 2,
+          "bcast's chunk and radix");
+    {
+        char line[200];
+        nc_tune_format_layout(n4, line, sizeof line);
+        CHECK(!strcmp(line, "layout 4 segment=64K segments=16"), "layout line: %s", line);
+        nc_tune_format_levels(n4, line, sizeof line);
+        CHECK(!strcmp(line, "levels 4 numa,l3"), "levels line: %s", line);
+        nc_tune_format_layout(n64, line, sizeof line);
+        CHECK(!*line, "no layout line for 64: %s", line);
+        nc_tune_format_rule(r, line, sizeof line);
+        CHECK(!strcmp(line, "bcast 4 16385 inf cma radix=2 chunk=256K"), "rule line: %s", line);
+    }
+    /* An explicit setting wins: the rules' radix and chunk under it are dropped, and the node's
+     * layout and levels go into the settings where the environment gave none. */
+    {
+        nc_config cfg;
+        setenv("NODECOLL_CMA_CHUNK", "2M", 1);
+        setenv("NODECOLL_SEGMENTS", "32", 1);
+        unsetenv("NODECOLL_SEGMENT_SIZE");
+        unsetenv("NODECOLL_TOPO_LEVELS");
+        unsetenv("NODECOLL_BCAST_RADIX");
+        unsetenv("NODECOLL_REDUCE_CHUNK");
+        nc_config_from_env(&cfg, NULL);
+        nc_tune_adopt(&rules, 4, &cfg);
+        CHECK(cfg.segment_size == 65536 && cfg.segments == 32 && cfg.topo_levels == (1 << 1 | 1 << 2),
+              "node 4 under NODECOLL_SEGMENTS=32: segment %lld, segments %lld, levels %lld",
+              (long long)cfg.segment_size, (long long)cfg.segments, (long long)cfg.topo_levels);
+        r = nc_tune_find(&rules, NC_COLL_BCAST, 4, 1 << 20);
+        CHECK(r && r->chunk == 0 && r->radix == 2, "bcast's chunk yields to NODECOLL_CMA_CHUNK, its radix stays");
+        r = nc_tune_find(&rules, NC_COLL_ALLREDUCE, 4, 1 << 20);
+        CHECK(r && r->chunk == 1 << 20, "allreduce's chunk stays (NODECOLL_REDUCE_CHUNK unset)");
+        nc_config_from_env(&cfg, NULL);
+        nc_tune_adopt(&rules, 5, &cfg);
+        CHECK(cfg.segment_size == 32768 && cfg.topo_levels == -1, "a node size without lines keeps the settings");
+        unsetenv("NODECOLL_CMA_CHUNK");
+        unsetenv("NODECOLL_SEGMENTS");
+    }
+    /* Format 1 is still read, without the format-2 kinds. */
+    CHECK(nc_tune_parse("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Some MPI 1.2\nbcast 4 0 1K shm radix=2\n", "rules.txt",
+                        "9.8.7", "Some MPI 1.2", &rules, err, sizeof err) == 0 &&
+              rules.count == 1,
+          "format 1: %s", err);
+    bad_file("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Some MPI 1.2\nlayout 4 segment=8K\n", 4,
+             "a layout line needs nodecoll-rules 2 (this file is format 1)");
+    bad_file("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Some MPI 1.2\nlevels 4 numa\n", 4, "needs nodecoll-rules 2");
+    bad_file("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Some MPI 1.2\nbcast 4 0 inf cma chunk=64K\n", 4,
+             "chunk= needs nodecoll-rules 2");
+
     /* Every way to be wrong: the line and what, and nothing kept. */
     static const struct {
         const char *body;
@@ -106,7 +172,25 @@ int main(void)
         {"barrier 4 0 0 cma\n", 7, "no algorithm of barrier"},
         {"bcast 4 0 1K shm radix=0\n", 7, "radix"},
         {"bcast 4 0 1K shm fanin=2\n", 7, "radix"},
-        {"bcast 4 0 1K shm radix=2 extra\n", 7, "a rule is"},
+        {"bcast 4 0 1K shm radix=2 extra\n", 7, "\"extra\" is no parameter of a rule"},
+        {"bcast 4 0 1K shm radix=2 radix=4\n", 7,
+         "\"radix=4\" is no parameter of a rule (radix=<n>, chunk=<bytes>, each once)"},
+        {"bcast 4 0 1K shm chunk=64K\n", 7, "\"chunk=\" is a parameter of the cma algorithm only"},
+        {"allreduce 4 0 1K cma chunk=1\n", 7, "\"chunk=1\" is out of range (NODECOLL_REDUCE_CHUNK: 64 .. 1G)"},
+        {"bcast 4 0 1K cma chunk=1K\n", 7, "\"chunk=1K\" is out of range (NODECOLL_CMA_CHUNK: 4K .. 1T)"},
+        {"bcast 4 0 1K cma chunk=lots\n", 7, "\"chunk=lots\" is out of range"},
+        {"bcast 4 0 1K cma radix=2 chunk=64K chunk=64K\n", 7, "a rule is"},
+        {"layout 4\n", 7, "a layout line is: layout ranks-per-node [segment=bytes] [segments=n]"},
+        {"layout four segment=8K\n", 7, "\"four\" is no number of ranks per node"},
+        {"layout 4 segment=1K\n", 7, "\"segment=1K\" is out of range (NODECOLL_SEGMENT_SIZE: 4K .. 64M)"},
+        {"layout 4 segments=1\n", 7, "\"segments=1\" is out of range (NODECOLL_SEGMENTS: 2 .. 1024)"},
+        {"layout 4 sgement=8K\n", 7, "\"sgement=8K\" is no parameter of a layout"},
+        {"layout 4 segment=8K segment=16K\n", 7, "no parameter of a layout"},
+        {"layout 4 segment=8K\nbcast 4 0 1 shm\nlayout 4 segments=4\n", 9,
+         "a second layout line for 4 ranks per node (the first is line 7)"},
+        {"levels 4\n", 7, "a levels line is"},
+        {"levels 4 numa,gpu\n", 7, "\"numa,gpu\" is no list of topology levels"},
+        {"levels 4 numa\nlevels 4 flat\n", 8, "a second levels line"},
         {"bcast 4 0 1K shm radix=2 a b c d\n", 7, "a rule is"},
     };
     for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) bad(wrong[i].body, wrong[i].line, wrong[i].what);
@@ -114,10 +198,13 @@ int main(void)
     for (int i = 0; i <= NC_TUNE_MAX_RULES; i++) strcat(many, "bcast 4 0 1 shm\n");
     bad(many, 7 + NC_TUNE_MAX_RULES, "more than");
     /* Files wrong from the head. */
+    char nodes[4096] = "";
+    for (int i = 0; i <= NC_TUNE_MAX_NODES; i++) sprintf(nodes + strlen(nodes), "levels %d flat\n", i + 1);
+    bad(nodes, 7 + NC_TUNE_MAX_NODES, "more than 16 node sizes");
     bad_file("nodecoll-rules 1\nnodecoll 9.8.6\nmpi Some MPI 1.2\n", 2,
              "9.8.6, this is nodecoll 9.8.7: run nodecoll-tune");
     bad_file("nodecoll-rules 1\nnodecoll 9.8.7\nmpi Other MPI 3\n", 3, "measured with Other MPI 3");
-    bad_file("nodecoll-rules 2\n", 1, "format 2");
+    bad_file("nodecoll-rules 3\n", 1, "format 3, this nodecoll reads formats 1 to 2");
     bad_file("bcast 4 0 1 shm\n", 1, "not a rules file");
     bad_file("nodecoll-rules 1\nbcast 4 0 1 shm\n", 0, "incomplete");
     bad_file("", 0, "incomplete");

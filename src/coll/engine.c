@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include "registry.h"
 #include "../core/fatal.h"
@@ -202,10 +203,24 @@ int nc_engine_progress(void)
     return completed;
 }
 
-static void progress_others(void *unused)
+/* The host's progress, which a rank waiting in nodecoll must keep driving: a peer may need
+ * this rank's pending host transfer (a large MPI_Isend, a collective the host serves) before
+ * it joins what this rank waits for. */
+static void (*host_poke)(void);
+
+void nc_engine_set_host_poke(void (*poke)(void)) { host_poke = poke; }
+
+void nc_engine_poke_host(void)
+{
+    if (host_poke && nc_engine_may_call_host()) host_poke();
+}
+
+/* While a wait yields: the process's other operations, and the host's. */
+static void while_waiting(void *unused)
 {
     (void)unused;
-    nc_engine_progress();
+    if (nc_engine_outstanding()) nc_engine_progress();
+    nc_engine_poke_host();
 }
 
 /* Waits (spin, yield, sleep as c's node policy says) for what w names; while it waits, the
@@ -221,7 +236,7 @@ static void wait_for(const nc_comm *c, const nc_waiting *w)
         return;
     }
     nc_wait_policy policy = c->node.wait;
-    policy.idle = nc_engine_outstanding() ? progress_others : NULL;
+    policy.idle = while_waiting;
     nc_wait_ge(w->flag, w->value, &policy);
 }
 
@@ -233,7 +248,7 @@ void nc_op_wait_here(nc_op *op)
         return;
     }
     nc_wait_policy policy = op->c->node.wait;
-    policy.idle = progress_others;
+    policy.idle = while_waiting;
     nc_wait_ge(op->wait.flag, op->wait.value, &policy);
 }
 
@@ -252,15 +267,31 @@ int nc_op_run(nc_op *op)
     return op->err;
 }
 
+/* How long a start over the bound may go without any operation completing. */
+#define NC_START_STALL_NS 1000000
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 /* Over the bound a start first progresses to bring the count down, but gives up when the
  * oldest operation stops moving: it may be waiting for peers that have not started it yet
- * and will not before this rank goes on (a valid program), so waiting for it could hang. */
+ * and will not before this rank goes on (a valid program), so waiting for it could hang.
+ * "Stops moving" is a time, not a count of yields: where ranks outnumber the cores a yield
+ * can last a time slice (a count of 1000 made one MPI_Ibarrier take 3 s at 3 ranks on 2). */
 void nc_op_start(nc_op *op)
 {
     nc_comm *c = op->c;
-    for (int stalled = 0; stalled < 1000 && atomic_load_explicit(&c->queued, memory_order_acquire) >= (int)c->cfg.pending_max;)
-        if (nc_engine_progress()) stalled = 0;
-        else stalled++, sched_yield();
+    int64_t moved = 0;
+    while (atomic_load_explicit(&c->queued, memory_order_acquire) >= (int)c->cfg.pending_max) {
+        int64_t now = now_ns();
+        if (nc_engine_progress() || !moved) moved = now;
+        else if (now - moved > NC_START_STALL_NS) break;
+        else sched_yield();
+    }
     enqueue(op);
 }
 

@@ -154,6 +154,11 @@ static inline int nc_flag_reached(nc_op *op, const nc_flag *f, uint64_t value)
  * MPI_THREAD_MULTIPLE.  For `ready` expressions: nc_host_allowed (op then waits for one of
  * the application's threads to progress it). */
 int nc_engine_may_call_host(void);
+/* What drives the host's own progress (the adapter's; called while a wait yields, where this
+ * thread may call the host). */
+void nc_engine_set_host_poke(void (*poke)(void));
+/* Drives the host's progress once, where this thread may call the host. */
+void nc_engine_poke_host(void);
 int nc_host_allowed(nc_op *op);
 
 /* For `ready` expressions: whether the bridge step r has completed (its error, if any, then

@@ -12,6 +12,9 @@ typedef struct nc_frag_place {
     size_t skip; /* bytes left free at the start of an inline flag's data, for alignment */
 } nc_frag_place;
 
+/* The ring: a fragment per segment, announced by the pub flag. */
+static const nc_frag_place nc_ring_place = {0, 0};
+
 /* Inline data starts 8 bytes into the flag's data: aux[0] stays free for a header (Bcast's
  * byte count), and the data is 16-byte aligned, as long double and its pairs require. */
 #define NC_INLINE_HEADER 8

@@ -159,6 +159,141 @@ void nc_vec_pack(const nc_vec *v, int i, void *dst, size_t len)
 
 void nc_move_done(nc_node *n, uint64_t seq) { nc_flag_post(&nc_node_ctl(n, n->rank)->move_done, seq); }
 
+/* ---- small publications --------------------------------------------------------------- */
+
+/* The flag that announces fragment g (its data after the header word), and the ring
+ * segment that holds a payload beyond it. */
+static const nc_frag_place small_flag = {1, NC_INLINE_HEADER};
+
+static int in_flag(uint64_t payload) { return payload <= NC_INLINE_ALIGNED_MAX; }
+
+int nc_small_fits(const nc_comm *c, size_t bytes)
+{
+    return bytes <= (size_t)c->cfg.move_slot && (in_flag(bytes) || bytes <= c->node.layout.seg_size);
+}
+
+int nc_small_free(nc_op *op, nc_node *n, uint64_t g, size_t payload)
+{
+    return nc_slot_free(op, n, small_flag, g) && (in_flag(payload) || nc_slot_free(op, n, nc_ring_place, g));
+}
+
+char *nc_small_take(nc_node *n, uint64_t g, size_t payload)
+{
+    char *data = nc_slot_take(n, small_flag, g, NULL);
+    return in_flag(payload) ? data : nc_slot_take(n, nc_ring_place, g, NULL);
+}
+
+void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
+{
+    nc_flag *f = nc_frag_signal(n, small_flag, n->rank, g);
+    atomic_store_explicit(&f->aux[0], header, memory_order_relaxed);
+    nc_flag_post(f, g + 1);
+}
+
+void nc_small_put_in_round(nc_node *n, uint64_t g)
+{
+    nc_small_take(n, g, 0);
+    nc_small_post(n, g, NC_SMALL_IN_ROUND);
+}
+
+void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes)
+{
+    char *slot = nc_small_take(n, g, bytes);
+    if (bytes) memcpy(slot, data, bytes);
+    nc_small_post(n, g, bytes);
+}
+
+int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_small *s)
+{
+    if (nc_small_posted(c, peer, g, s)) return 1;
+    return nc_flag_reached(op, nc_frag_signal(&c->node, small_flag, peer, g), g + 1) && nc_small_posted(c, peer, g, s);
+}
+
+int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s)
+{
+    const nc_node *n = &c->node;
+    const nc_flag *f = nc_frag_signal(n, small_flag, peer, g);
+    if (nc_flag_read(f) < g + 1) return 0;
+    if (!s) return 1;
+    uint64_t header = atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+    s->uniform = header != NC_SMALL_IN_ROUND && (header & NC_SMALL_UNIFORM);
+    s->bytes = s->uniform ? header & ~NC_SMALL_UNIFORM : header;
+    s->data = s->bytes == NC_SMALL_IN_ROUND ? NULL
+              : in_flag(s->bytes)           ? nc_frag_data(n, small_flag, peer, g)
+                                            : nc_frag_data(n, nc_ring_place, peer, g);
+    return 1;
+}
+
+/* Whether comm rank i is another rank of my node with a non-empty block of v. */
+static int reads_block(const nc_comm *c, const nc_vec *v, int i)
+{
+    return i != c->rank && c->node_of[i] == c->node_of[c->rank] && nc_vec_len(v, i);
+}
+
+static size_t small_table_bytes(const nc_node *n) { return (size_t)n->size * sizeof(nc_small_span); }
+
+/* The length every other rank of my node gets, if they all get the same non-zero one; else 0. */
+static size_t uniform_len(const nc_comm *c, const nc_vec *v)
+{
+    size_t len = 0;
+    for (int i = 0; i < c->size; i++) {
+        if (i == c->rank || c->node_of[i] != c->node_of[c->rank]) continue;
+        if (!nc_vec_len(v, i) || (len && nc_vec_len(v, i) != len)) return 0;
+        len = nc_vec_len(v, i);
+    }
+    return len;
+}
+
+/* Where reader `reader`'s block sits among publisher `publisher`'s alike blocks (node ranks). */
+static size_t uniform_index(int reader, int publisher) { return (size_t)(reader - (reader > publisher)); }
+
+size_t nc_small_blocks_bytes(const nc_comm *c, const nc_vec *v)
+{
+    size_t alike = uniform_len(c, v);
+    if (alike) return alike * (size_t)(c->node.size - 1);
+    size_t total = small_table_bytes(&c->node);
+    for (int i = 0; i < c->size; i++) total += reads_block(c, v, i) ? nc_vec_len(v, i) : 0;
+    return total;
+}
+
+void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload)
+{
+    nc_node *n = &c->node;
+    char *slot = nc_small_take(n, g, payload);
+    size_t alike = uniform_len(c, v);
+    if (alike) {
+        for (int i = 0; i < c->size; i++)
+            if (reads_block(c, v, i))
+                nc_vec_pack(v, i, slot + uniform_index(c->node_rank_of[i], n->rank) * alike, alike);
+        nc_small_post(n, g, payload | NC_SMALL_UNIFORM);
+        return;
+    }
+    nc_small_span *table = (nc_small_span *)(void *)slot;
+    size_t at = small_table_bytes(n);
+    for (int r = 0; r < n->size; r++) table[r] = (nc_small_span){0, 0}; /* (a few entries: no memset call) */
+    for (int i = 0; i < c->size; i++) {
+        if (!reads_block(c, v, i)) continue;
+        size_t len = nc_vec_len(v, i);
+        table[c->node_rank_of[i]] = (nc_small_span){(uint32_t)at, (uint32_t)len};
+        nc_vec_pack(v, i, slot + at, len);
+        at += len;
+    }
+    nc_small_post(n, g, payload);
+}
+
+const char *nc_small_my_block(const nc_comm *c, const nc_small *s, int peer, size_t *len)
+{
+    const nc_node *n = &c->node;
+    if (s->uniform) {
+        *len = s->bytes / (uint64_t)(n->size - 1);
+        return s->data + uniform_index(n->rank, peer) * *len;
+    }
+    nc_small_span span;
+    memcpy(&span, s->data + (size_t)n->rank * sizeof span, sizeof span);
+    *len = span.len;
+    return s->data + span.off;
+}
+
 /* ---- building blocks ------------------------------------------------------------------ */
 
 int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t bytes)

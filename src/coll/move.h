@@ -134,6 +134,65 @@ void nc_vec_pack(const nc_vec *v, int i, void *dst, size_t len);
 /* Tells publishers I have finished reading in round `seq`. */
 void nc_move_done(nc_node *n, uint64_t seq);
 
+/* ---- small publications: the ledger's slots, one fragment per call --------------------
+ * Every call of these families on a node takes one pipeline fragment (nc_take_frags) besides
+ * its round, on every rank alike.  A publisher whose payload fits a slot copies it into its
+ * inline flag of that fragment (signal and data in one line transfer) or, beyond the flag,
+ * into its ring segment of that fragment, and posts the flag with the payload's length in
+ * its header; larger data is published in the round as above, and the flag's header says
+ * so.  Either way the publisher of a small payload returns at once: the slot is reused only
+ * when the ring of slots has wrapped and every rank's `cons` has passed it (ledger.h), so
+ * calls back to back need no answer from their readers, as an MPI's eager messages need
+ * none.  Every rank posts `cons` for the fragment when its call ends (nc_small_done). */
+
+/* A flag header: the data is published in the call's round (move_pub), not in a slot. */
+#define NC_SMALL_IN_ROUND UINT64_MAX
+/* A header bit: a payload of one block per reader whose blocks are all alike (below). */
+#define NC_SMALL_UNIFORM ((uint64_t)1 << 62)
+
+/* What a reader learnt from a small publication's flag: `bytes` of payload at `data`
+ * (shared memory), or data NULL: published in the round; `uniform`: its blocks are alike. */
+typedef struct nc_small {
+    uint64_t bytes;
+    const char *data;
+    int uniform;
+} nc_small;
+
+/* A payload of one block per reader: when every other rank of the node gets a block of the
+ * same length, the blocks in node-rank order and nothing else (a table would take a line
+ * more of a 128-byte Scatter); otherwise this table, indexed by node rank, then the blocks. */
+typedef struct nc_small_span {
+    uint32_t off, len; /* from the payload's start */
+} nc_small_span;
+
+/* Whether a payload of `bytes` travels through a slot (NODECOLL_MOVE_SLOT, one ring segment). */
+int nc_small_fits(const nc_comm *c, size_t bytes);
+/* For `ready` expressions: whether my slots for fragment g (its flag; its ring segment too for
+ * a payload beyond the flag) may be rewritten. */
+int nc_small_free(nc_op *op, nc_node *n, uint64_t g, size_t payload);
+/* Once free: takes them (any rank of the node may read); where the payload goes. */
+char *nc_small_take(nc_node *n, uint64_t g, size_t payload);
+/* Posts my flag of fragment g: `header` is the payload's length or NC_SMALL_IN_ROUND. */
+void nc_small_post(nc_node *n, uint64_t g, uint64_t header);
+/* Takes my flag of fragment g and posts it as published in the round (once free). */
+void nc_small_put_in_round(nc_node *n, uint64_t g);
+/* Takes, fills with `bytes` of `data` and posts my slot of fragment g (once free). */
+void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes);
+/* Whether node rank `peer` has posted fragment g (no wait recorded); then *s (if not NULL)
+ * says where. */
+int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s);
+/* The same for `ready` expressions. */
+int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_small *s);
+/* I am done with every fragment up to g (every rank, at the end of its call). */
+static inline void nc_small_done(nc_node *n, uint64_t g) { nc_flag_post(&nc_node_ctl(n, n->rank)->cons, g + 1); }
+
+/* A payload of block i of `v` for every other rank i of my node with a non-empty one (alike,
+ * or after the table): its bytes; and, once nc_small_free, taken, filled and posted. */
+size_t nc_small_blocks_bytes(const nc_comm *c, const nc_vec *v);
+void nc_small_put_blocks(nc_comm *c, uint64_t g, const nc_vec *v, size_t payload);
+/* My block in such a payload of node rank `peer`: its bytes at *len. */
+const char *nc_small_my_block(const nc_comm *c, const nc_small *s, int peer, size_t *len);
+
 /* ---- building blocks of the algorithms ------------------------------------------------ */
 
 /* Once my move area is claimed: publishes one block (slot or direct by size; data NULL

@@ -206,10 +206,11 @@ nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll)
     return nc_alg_is_fallback(alg) ? alg : NC_ALG_COUNT;
 }
 
-int nc_registry_radix_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
+int64_t nc_registry_param_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, nc_tune_param p, int64_t setting)
 {
     const nc_tune_rule *r = nc_tune_find(c->tune, coll, c->node.size, bytes);
-    return r && r->radix ? r->radix : (int)setting;
+    int64_t ruled = r ? nc_tune_param_of(r, p) : 0;
+    return ruled ? ruled : setting;
 }
 
 /* ---- the reduction fan-in's shape ------------------------------------------------------- */

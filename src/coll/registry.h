@@ -52,12 +52,18 @@ static inline const nc_algorithm *nc_registry_select_step(const nc_comm *c, cons
  * asks before it looks at the call's arguments. */
 nc_alg_id nc_registry_host_reason(const nc_comm *c, nc_coll_id coll);
 
-/* The radix of a tree of `coll` moving `bytes`: a tuning rule's, else `setting`'s (a
- * parameter of the tree algorithms, planned with the call). */
-int nc_registry_radix_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting);
+/* A parameter of a call of `coll` moving `bytes` (the radix of a tree, the step of a single-
+ * copy algorithm): a tuning rule's, else `setting`'s (planned with the call; a setting the
+ * environment gave has taken the rules' parameter out at setup, core/tune.h). */
+int64_t nc_registry_param_ruled(const nc_comm *c, nc_coll_id coll, size_t bytes, nc_tune_param p, int64_t setting);
+static inline int64_t nc_registry_param(const nc_comm *c, nc_coll_id coll, size_t bytes, nc_tune_param p,
+                                        int64_t setting)
+{
+    return c->tune ? nc_registry_param_ruled(c, coll, bytes, p, setting) : setting;
+}
 static inline int nc_registry_radix(const nc_comm *c, nc_coll_id coll, size_t bytes, int64_t setting)
 {
-    return c->tune ? nc_registry_radix_ruled(c, coll, bytes, setting) : (int)setting;
+    return (int)nc_registry_param(c, coll, bytes, NC_TUNE_RADIX, setting);
 }
 
 /* The shape of a reduction fan-in to node rank `root` (a parameter of the tree algorithm,

@@ -212,10 +212,12 @@ void nc_config_from_env(nc_config *out, FILE *log)
         const nc_setting_info *info = nc_setting(i);
         int64_t *field = (int64_t *)((char *)out + info->offset);
         *field = info->default_value;
+        out->given[i] = 0;
         const char *text = getenv(info->env_name);
         if (!text || !*text) continue;
         char err[400];
-        if (nc_setting_parse(info, text, field, err, sizeof err) && log) fprintf(log, "%s\n", err);
+        if (!nc_setting_parse(info, text, field, err, sizeof err)) out->given[i] = 1;
+        else if (log) fprintf(log, "%s\n", err);
     }
 }
 
@@ -235,16 +237,24 @@ const nc_config *nc_config_load(void)
     return &nc_process_config;
 }
 
+const nc_setting_info *nc_setting_named(const char *name)
+{
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", strncasecmp(name, "NODECOLL_", 9) ? "NODECOLL_" : "", name);
+    for (int i = 0; i < nc_setting_count(); i++)
+        if (!strcasecmp(nc_setting(i)->env_name, full)) return nc_setting(i);
+    return NULL;
+}
+
 int nc_config_set(const char *name, const char *text, char *err, size_t err_len)
 {
     nc_config_get();
-    char full[64];
-    snprintf(full, sizeof full, "%s%s", strncasecmp(name, "NODECOLL_", 9) ? "NODECOLL_" : "", name);
-    for (int i = 0; i < nc_setting_count(); i++) {
-        const nc_setting_info *info = nc_setting(i);
-        if (strcasecmp(info->env_name, full)) continue;
-        return nc_setting_parse(info, text, (int64_t *)((char *)&nc_process_config + info->offset), err, err_len);
+    const nc_setting_info *info = nc_setting_named(name);
+    if (!info) {
+        snprintf(err, err_len, "nodecoll: no setting %s", name);
+        return -1;
     }
-    snprintf(err, err_len, "nodecoll: no setting %s", full);
-    return -1;
+    int rc = nc_setting_parse(info, text, (int64_t *)((char *)&nc_process_config + info->offset), err, err_len);
+    if (!rc) nc_process_config.given[info->offset / sizeof(int64_t)] = 1;
+    return rc;
 }

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -11,11 +12,21 @@
 
 typedef enum { NC_KIND_INT, NC_KIND_SIZE, NC_KIND_BOOL, NC_KIND_ENUM, NC_KIND_SET } nc_config_kind;
 
+#define NC_CONFIG_ONE(field, kind, def, lo, hi, choices, doc) +1
+enum { NC_SETTING_COUNT = 0 NC_CONFIG_TABLE(NC_CONFIG_ONE) };
+#undef NC_CONFIG_ONE
+
 typedef struct nc_config {
 #define NC_CONFIG_FIELD(field, kind, def, lo, hi, choices, doc) int64_t field;
     NC_CONFIG_TABLE(NC_CONFIG_FIELD)
 #undef NC_CONFIG_FIELD
+    /* 1 where the environment (or nc_config_set) gave the setting a valid value: such a
+     * setting wins over a tuning rule (core/tune.h).  Indexed like the table. */
+    uint8_t given[NC_SETTING_COUNT];
 } nc_config;
+
+/* Whether `field` of cfg was given rather than defaulted. */
+#define NC_CONFIG_GIVEN(cfg, field) ((cfg)->given[offsetof(nc_config, field) / sizeof(int64_t)])
 
 typedef struct nc_setting_info {
     const char *env_name;   /* "NODECOLL_SEGMENT_SIZE" */
@@ -37,6 +48,8 @@ enum { NC_SPREAD_AUTO, NC_SPREAD_RING, NC_SPREAD_DOUBLING, NC_SPREAD_DISSEMINATI
 
 int nc_setting_count(void);
 const nc_setting_info *nc_setting(int index);
+/* The setting called `name` (NODECOLL_ prefix optional, any case), or NULL. */
+const nc_setting_info *nc_setting_named(const char *name);
 
 /* The process-wide settings, parsed from the environment on first use (thread-safe). */
 const nc_config *nc_config_load(void);

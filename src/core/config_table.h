@@ -56,6 +56,10 @@
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
   X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
+  X(bcast_inline_max,    SIZE, 224,      0, 1792,     NULL, \
+    "Bcast messages up to this many bytes travel in a chain of the sender's inline flags (112 bytes each, " \
+    "signal and data in one line transfer per flag; a message of up to 112 bytes always does), larger ones " \
+    "through its ring segments.") \
   X(bcast_check,         BOOL, 1,        0, 1,        NULL, \
     "Every rank of a node plans a Bcast from its node root's byte count, so a receiver sent more than its " \
     "count holds gets MPI_ERR_TRUNCATE and every rank stays in step.  0 saves one cache-line transfer on " \
@@ -98,9 +102,11 @@
     "From this size up a single-copy Bcast whose root feeds every other rank directly also has the " \
     "root write a share into the receivers' buffers while they read the rest (0: never).") \
   X(move_slot,           SIZE, 16384,    0, 67108864, NULL, \
-    "Gather/Scatter/Allgather/Alltoall families: a rank's published data up to this many bytes is copied " \
-    "into its shared slot (readers copy it out, the publisher returns at once; the slot is at most NODECOLL_SEGMENT_SIZE); larger data is read straight " \
-    "from the publisher's buffer with single copy.") \
+    "Gather/Scatter/Allgather/Alltoall families and the neighbourhood collectives: a rank's publication of a " \
+    "call up to this many bytes is copied into its shared slots (its inline flag up to 112 bytes, else a ring " \
+    "segment: at most NODECOLL_SEGMENT_SIZE); readers copy it out and the publisher returns at once, waiting for " \
+    "its readers only when its ring of slots wraps.  Larger data is read straight from the publisher's buffer with " \
+    "single copy.") \
   X(alltoall_small,      SIZE, 65536,    0, 1099511627776, NULL, \
     "Alltoallv/Alltoallw read blocks up to this size from all peers before the larger ones (Balaji et al.'s bins; " \
     "zero-size peers are always skipped).") \
@@ -177,8 +183,9 @@
   X(pending_max,         INT,  1024,     1, 1048576,  NULL, \
     "Nonblocking and persistent operations in flight per communicator beyond which a start first " \
     "progresses the pending ones to bring the count down; it goes on anyway once the oldest stops moving " \
-    "(1000 passes without a completion: its peers may not have started it yet, and waiting could hang a " \
-    "valid program), so the bound is soft.  Each operation costs its request (about 1.3 KiB).") \
+    "(1 ms without a completion: its peers may not have started it yet, and waiting could hang a valid " \
+    "program; a count of 1000 yields instead made one `MPI_Ibarrier` take 3 s at 3 ranks on 2 cores, where " \
+    "a yield can last a time slice), so the bound is soft.  Each operation costs its request (about 1.3 KiB).") \
   X(progress_thread,     BOOL, 0,        0, 1,        NULL, \
     "A thread per process that progresses nonblocking and persistent operations while the application " \
     "computes without calling MPI (it sleeps while none is outstanding).  Steps through the host MPI are " \

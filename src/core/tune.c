@@ -55,7 +55,7 @@ static int parse_bytes(const char *s, uint64_t *v)
 
 typedef struct parser {
     const char *path;
-    int line;
+    int line, format;
     char *err;
     size_t err_len;
 } parser;
@@ -81,12 +81,58 @@ static void rest_of(const char *line, const char *word, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)n, s);
 }
 
+/* A size-kind parameter `text` checked against `setting`'s range. */
+static int parse_setting(parser *p, const char *key, const char *text, const char *setting, int64_t *v)
+{
+    const nc_setting_info *info = nc_setting_named(setting);
+    char why[400], lo[32], hi[32];
+    if (!nc_setting_parse(info, text, v, why, sizeof why)) return 0;
+    nc_setting_format(info, info->min, lo, sizeof lo);
+    nc_setting_format(info, info->max, hi, sizeof hi);
+    return fail(p, "\"%s=%s\" is out of range (%s: %s .. %s)", key, text, info->env_name, lo, hi);
+}
+
+/* `word` as key=value: the value, or NULL if the key is another. */
+static const char *value_of(const char *word, const char *key)
+{
+    size_t n = strlen(key);
+    return !strncmp(word, key, n) && word[n] == '=' ? word + n + 1 : NULL;
+}
+
+static int needs_format_2(parser *p, const char *what)
+{
+    return p->format < 2 ? fail(p, "%s needs nodecoll-rules 2 (this file is format %d)", what, p->format) : 0;
+}
+
+/* A rule's radix= and chunk= words. */
+static int parse_rule_params(parser *p, char **word, int words, nc_tune_rule *r)
+{
+    for (int i = 5; i < words; i++) {
+        const char *v;
+        char *end;
+        long radix;
+        if ((v = value_of(word[i], "radix")) && !r->radix) {
+            if ((radix = strtol(v, &end, 10)) < 1 || *end || radix > 1024)
+                return fail(p, "\"%s\" is not radix=<1..1024>", word[i]);
+            r->radix = (int32_t)radix;
+        } else if ((v = value_of(word[i], "chunk")) && !r->chunk) {
+            if (needs_format_2(p, "chunk=")) return -1;
+            if (r->alg != NC_ALG_CMA) return fail(p, "\"chunk=\" is a parameter of the cma algorithm only");
+            const char *setting = r->coll == NC_COLL_BCAST ? "CMA_CHUNK" : "REDUCE_CHUNK";
+            if (parse_setting(p, "chunk", v, setting, &r->chunk)) return -1;
+        } else {
+            return fail(p, "\"%s\" is no parameter of a rule (radix=<n>, chunk=<bytes>, each once)", word[i]);
+        }
+    }
+    return 0;
+}
+
 static int parse_rule(parser *p, char **word, int words, nc_tune_rule *r)
 {
     nc_coll_id coll = coll_by_name(word[0]);
     if (coll == NC_COLL_COUNT) return fail(p, "\"%s\" is no collective nodecoll tunes", word[0]);
-    if (words < 5 || words > 6) /* (9: more than 8) */
-        return fail(p, "a rule is: collective ranks-per-node min-bytes max-bytes algorithm [radix=n]");
+    if (words < 5 || words > 7) /* (9: more than 8) */
+        return fail(p, "a rule is: collective ranks-per-node min-bytes max-bytes algorithm [radix=n] [chunk=bytes]");
     char *end;
     long ranks = strtol(word[1], &end, 10);
     if (*end || ranks < 1 || ranks > 1 << 24) return fail(p, "\"%s\" is no number of ranks per node", word[1]);
@@ -95,20 +141,80 @@ static int parse_rule(parser *p, char **word, int words, nc_tune_rule *r)
         return fail(p, "\"%s %s\" is no size range (bytes, K/M/G, max may be inf)", word[2], word[3]);
     nc_alg_id alg = nc_tune_alg(coll, word[4]);
     if (alg == NC_ALG_COUNT) return fail(p, "\"%s\" is no algorithm of %s", word[4], word[0]);
-    long radix = 0;
-    if (words == 6 && (strncmp(word[5], "radix=", 6) || (radix = strtol(word[5] + 6, &end, 10)) < 1 || *end ||
-                       radix > 1024))
-        return fail(p, "\"%s\" is not radix=<1..1024>", word[5]);
     *r = (nc_tune_rule){(uint8_t)coll, (uint8_t)alg, (uint16_t)(p->line > 65535 ? 65535 : p->line), (int32_t)ranks,
-                        (int32_t)radix, lo, hi};
+                        0, 0, lo, hi};
+    return parse_rule_params(p, word, words, r);
+}
+
+/* The node-wide entry for `ranks` (a new one if there is none yet), or NULL when full. */
+static nc_tune_node *node_entry(nc_tune_rules *t, int ranks)
+{
+    for (int i = 0; i < t->nodes; i++)
+        if (t->node[i].ranks == ranks) return &t->node[i];
+    if (t->nodes == NC_TUNE_MAX_NODES) return NULL;
+    t->node[t->nodes] = (nc_tune_node){.ranks = ranks};
+    return &t->node[t->nodes++];
+}
+
+/* The ranks-per-node word of a layout or levels line, and its entry, seen once per kind. */
+static nc_tune_node *node_line(parser *p, nc_tune_rules *t, char **word, int levels)
+{
+    char *end;
+    long ranks = strtol(word[1], &end, 10);
+    if (*end || ranks < 1 || ranks > 1 << 24) {
+        fail(p, "\"%s\" is no number of ranks per node", word[1]);
+        return NULL;
+    }
+    nc_tune_node *n = node_entry(t, (int)ranks);
+    if (!n) {
+        fail(p, "layout and levels lines for more than %d node sizes", NC_TUNE_MAX_NODES);
+        return NULL;
+    }
+    uint16_t *seen = levels ? &n->levels_line : &n->layout_line;
+    if (*seen) {
+        fail(p, "a second %s line for %ld ranks per node (the first is line %d)", word[0], ranks, *seen);
+        return NULL;
+    }
+    *seen = (uint16_t)(p->line > 65535 ? 65535 : p->line);
+    return n;
+}
+
+static int parse_layout(parser *p, char **word, int words, nc_tune_rules *t)
+{
+    if (needs_format_2(p, "a layout line")) return -1;
+    if (words < 3 || words > 4) return fail(p, "a layout line is: layout ranks-per-node [segment=bytes] [segments=n]");
+    nc_tune_node *n = node_line(p, t, word, 0);
+    if (!n) return -1;
+    for (int i = 2; i < words; i++) {
+        const char *v;
+        if ((v = value_of(word[i], "segment")) && !n->segment_size) {
+            if (parse_setting(p, "segment", v, "SEGMENT_SIZE", &n->segment_size)) return -1;
+        } else if ((v = value_of(word[i], "segments")) && !n->segments) {
+            if (parse_setting(p, "segments", v, "SEGMENTS", &n->segments)) return -1;
+        } else {
+            return fail(p, "\"%s\" is no parameter of a layout (segment=<bytes>, segments=<n>, each once)", word[i]);
+        }
+    }
+    return 0;
+}
+
+static int parse_levels(parser *p, char **word, int words, nc_tune_rules *t)
+{
+    if (needs_format_2(p, "a levels line")) return -1;
+    if (words != 3) return fail(p, "a levels line is: levels ranks-per-node flat|auto|<list of package,numa,l3,core>");
+    nc_tune_node *n = node_line(p, t, word, 1);
+    if (!n) return -1;
+    char why[400];
+    if (nc_setting_parse(nc_setting_named("TOPO_LEVELS"), word[2], &n->levels, why, sizeof why))
+        return fail(p, "\"%s\" is no list of topology levels (flat, auto, or of package,numa,l3,core)", word[2]);
     return 0;
 }
 
 static int parse_text(const char *text, const char *path, const char *version, const char *mpi, nc_tune_rules *out,
                       char *err, size_t err_len)
 {
-    parser p = {path, 0, err, err_len};
-    int format = 0, saw_version = 0, saw_mpi = 0;
+    parser p = {path, 0, 0, err, err_len};
+    int saw_version = 0, saw_mpi = 0;
     char line[1024];
     for (const char *s = text; *s;) {
         size_t n = strcspn(s, "\n");
@@ -127,12 +233,13 @@ static int parse_text(const char *text, const char *path, const char *version, c
             else words = 9; /* (too many for a rule; header lines are free text) */
         if (!words) continue;
         char value[200];
-        if (!format) {
+        if (!p.format) {
             if (strcmp(word[0], "nodecoll-rules"))
                 return fail(&p, "not a rules file (it must begin with nodecoll-rules)");
-            if (words != 2 || atoi(word[1]) != NC_TUNE_FORMAT)
-                return fail(&p, "format %s, this nodecoll reads format %d", words > 1 ? word[1] : "?", NC_TUNE_FORMAT);
-            format = 1;
+            p.format = words == 2 ? atoi(word[1]) : 0;
+            if (p.format < 1 || p.format > NC_TUNE_FORMAT)
+                return fail(&p, "format %s, this nodecoll reads formats 1 to %d", words > 1 ? word[1] : "?",
+                            NC_TUNE_FORMAT);
         } else if (!strcmp(word[0], "nodecoll")) {
             rest_of(line, "nodecoll", value, sizeof value);
             if (strcmp(value, version))
@@ -145,13 +252,17 @@ static int parse_text(const char *text, const char *path, const char *version, c
             saw_mpi = 1;
         } else if (!strcmp(word[0], "machine") || !strcmp(word[0], "date")) {
             continue;
+        } else if (!strcmp(word[0], "layout")) {
+            if (parse_layout(&p, word, words, out)) return -1;
+        } else if (!strcmp(word[0], "levels")) {
+            if (parse_levels(&p, word, words, out)) return -1;
         } else {
             if (out->count == NC_TUNE_MAX_RULES) return fail(&p, "more than %d rules", NC_TUNE_MAX_RULES);
             if (parse_rule(&p, word, words, &out->rule[out->count])) return -1;
             out->count++;
         }
     }
-    if (!format || !saw_version || !saw_mpi) {
+    if (!p.format || !saw_version || !saw_mpi) {
         p.line = 0;
         return fail(&p, "incomplete: a rules file names its format, nodecoll version and MPI");
     }
@@ -161,10 +272,10 @@ static int parse_text(const char *text, const char *path, const char *version, c
 int nc_tune_parse(const char *text, const char *path, const char *version, const char *mpi, nc_tune_rules *out,
                   char *err, size_t err_len)
 {
-    out->count = 0;
+    out->count = out->nodes = 0;
     snprintf(out->source, sizeof out->source, "%s", path);
     int rc = parse_text(text, path, version, mpi, out, err, err_len);
-    if (rc) out->count = 0; /* a file is taken whole or not at all */
+    if (rc) out->count = out->nodes = 0; /* a file is taken whole or not at all */
     out->loaded = rc == 0;
     return rc;
 }
@@ -172,7 +283,7 @@ int nc_tune_parse(const char *text, const char *path, const char *version, const
 int nc_tune_load(const char *path, const char *version, const char *mpi, nc_tune_rules *out, char *err,
                  size_t err_len)
 {
-    out->count = out->loaded = 0;
+    out->count = out->nodes = out->loaded = 0;
     snprintf(out->source, sizeof out->source, "%s", path);
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -234,11 +345,49 @@ const nc_tune_rule *nc_tune_find(const nc_tune_rules *t, nc_coll_id coll, int ra
     return NULL;
 }
 
+int64_t nc_tune_param_of(const nc_tune_rule *r, nc_tune_param p) { return p == NC_TUNE_RADIX ? r->radix : r->chunk; }
+
+const nc_tune_node *nc_tune_node_find(const nc_tune_rules *t, int ranks)
+{
+    for (int i = 0; i < t->nodes; i++)
+        if (t->node[i].ranks == ranks) return &t->node[i];
+    return NULL;
+}
+
 int nc_tune_has_ranks(const nc_tune_rules *t, int ranks)
 {
     for (int i = 0; i < t->count; i++)
         if (t->rule[i].ranks == ranks) return 1;
-    return 0;
+    return nc_tune_node_find(t, ranks) != NULL;
+}
+
+/* Whether the environment gave any setting a rule's radix of `coll` stands for. */
+static int radix_given(const nc_config *cfg, nc_coll_id coll)
+{
+    switch (coll) {
+    case NC_COLL_BARRIER: return NC_CONFIG_GIVEN(cfg, barrier_fanin) || NC_CONFIG_GIVEN(cfg, barrier_fanout);
+    case NC_COLL_BCAST: return NC_CONFIG_GIVEN(cfg, bcast_radix);
+    default: return NC_CONFIG_GIVEN(cfg, reduce_fanin);
+    }
+}
+
+static int chunk_given(const nc_config *cfg, nc_coll_id coll)
+{
+    return coll == NC_COLL_BCAST ? NC_CONFIG_GIVEN(cfg, cma_chunk) : NC_CONFIG_GIVEN(cfg, reduce_chunk);
+}
+
+void nc_tune_adopt(nc_tune_rules *t, int ranks, nc_config *cfg)
+{
+    for (int i = 0; i < t->count; i++) {
+        nc_tune_rule *r = &t->rule[i];
+        if (radix_given(cfg, (nc_coll_id)r->coll)) r->radix = 0;
+        if (chunk_given(cfg, (nc_coll_id)r->coll)) r->chunk = 0;
+    }
+    const nc_tune_node *n = nc_tune_node_find(t, ranks);
+    if (!n) return;
+    if (n->segment_size && !NC_CONFIG_GIVEN(cfg, segment_size)) cfg->segment_size = n->segment_size;
+    if (n->segments && !NC_CONFIG_GIVEN(cfg, segments)) cfg->segments = n->segments;
+    if (n->levels_line && !NC_CONFIG_GIVEN(cfg, topo_levels)) cfg->topo_levels = n->levels;
 }
 
 static void format_bytes(uint64_t v, char *out, size_t len)
@@ -253,12 +402,38 @@ static void format_bytes(uint64_t v, char *out, size_t len)
     snprintf(out, len, "%" PRIu64 "%s", v, units[u]);
 }
 
+/* " key=<bytes>" */
+static void format_param(const char *key, int64_t bytes, char *out, size_t len)
+{
+    char value[32];
+    format_bytes((uint64_t)bytes, value, sizeof value);
+    snprintf(out, len, "%s=%s", key, value);
+}
+
 void nc_tune_format_rule(const nc_tune_rule *r, char *out, size_t len)
 {
-    char lo[32], hi[32], radix[32] = "";
+    char lo[32], hi[32], radix[32] = "", chunk[48] = "";
     format_bytes(r->min_bytes, lo, sizeof lo);
     format_bytes(r->max_bytes, hi, sizeof hi);
     if (r->radix) snprintf(radix, sizeof radix, " radix=%d", r->radix);
-    snprintf(out, len, "%s %d %s %s %s%s", nc_coll_name((nc_coll_id)r->coll), r->ranks, lo, hi,
-             nc_alg_name((nc_alg_id)r->alg), radix);
+    if (r->chunk) format_param(" chunk", r->chunk, chunk, sizeof chunk);
+    snprintf(out, len, "%s %d %s %s %s%s%s", nc_coll_name((nc_coll_id)r->coll), r->ranks, lo, hi,
+             nc_alg_name((nc_alg_id)r->alg), radix, chunk);
+}
+
+void nc_tune_format_layout(const nc_tune_node *n, char *out, size_t len)
+{
+    char segment[48] = "", segments[32] = "";
+    if (n->segment_size) format_param(" segment", n->segment_size, segment, sizeof segment);
+    if (n->segments) snprintf(segments, sizeof segments, " segments=%lld", (long long)n->segments);
+    if (n->layout_line) snprintf(out, len, "layout %d%s%s", n->ranks, segment, segments);
+    else if (len) out[0] = '\0';
+}
+
+void nc_tune_format_levels(const nc_tune_node *n, char *out, size_t len)
+{
+    char levels[64];
+    nc_setting_format(nc_setting_named("TOPO_LEVELS"), n->levels, levels, sizeof levels);
+    if (n->levels_line) snprintf(out, len, "levels %d %s", n->ranks, levels);
+    else if (len) out[0] = '\0';
 }

@@ -8,7 +8,13 @@
 #include "../core/config.h"
 #include "../core/fatal.h"
 #include "dtype_decode.h"
+#include "state.h"
 
+/* The committed mark: a type the program committed through nodecoll's MPI_Type_commit, or
+ * one found committed by the host (committed behind nodecoll's back, through PMPI_: MPICH's
+ * mpi_f08 binding describes a non-contiguous array section with a type it commits and frees
+ * itself around the call). */
+enum { COMMITTED_HERE = 1, COMMITTED_ELSEWHERE = 2 };
 static int committed_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
@@ -18,12 +24,13 @@ static void create_keyval(void)
     PMPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &committed_keyval, NULL);
 }
 
-void nc_datatype_mark_committed(MPI_Datatype type)
+static void mark(MPI_Datatype type, int how)
 {
     pthread_once(&keyval_once, create_keyval);
-    if (committed_keyval != MPI_KEYVAL_INVALID)
-        PMPI_Type_set_attr(type, committed_keyval, (void *)(uintptr_t)1);
+    if (committed_keyval != MPI_KEYVAL_INVALID) PMPI_Type_set_attr(type, committed_keyval, (void *)(uintptr_t)how);
 }
+
+void nc_datatype_mark_committed(MPI_Datatype type) { mark(type, COMMITTED_HERE); }
 
 void nc_datatype_release_keyval(void)
 {
@@ -31,16 +38,41 @@ void nc_datatype_release_keyval(void)
     nc_mpi_dtype_release_keyval();
 }
 
+static int committed_mark(MPI_Datatype type)
+{
+    int found = 0;
+    void *value = NULL;
+    pthread_once(&keyval_once, create_keyval);
+    if (committed_keyval == MPI_KEYVAL_INVALID) return 0;
+    PMPI_Type_get_attr(type, committed_keyval, &value, &found);
+    return found ? (int)(uintptr_t)value : 0;
+}
+
+/* MPI has no query for it, but both hosts refuse to pack zero elements of an uncommitted type
+ * (Open MPI 4.1 and MPICH 4.0: MPI_ERR_TYPE), and accept it for a committed one. */
+static int host_says_committed(MPI_Datatype type)
+{
+    char out[1];
+    int position = 0;
+    MPI_Comm self = nc_mpi_own_self();
+    return self != MPI_COMM_NULL && PMPI_Pack(out, 0, type, out, (int)sizeof out, &position, self) == MPI_SUCCESS;
+}
+
+/* COMMITTED_HERE, COMMITTED_ELSEWHERE or 0 (not committed) for a derived type. */
+static int commit_state(MPI_Datatype type)
+{
+    int state = committed_mark(type);
+    if (state || !host_says_committed(type)) return state;
+    mark(type, COMMITTED_ELSEWHERE);
+    return COMMITTED_ELSEWHERE;
+}
 
 static int is_committed(MPI_Datatype type, int combiner)
 {
-    if (nc_mpi_combiner_predefined(combiner)) return 1;
-    int found = 0;
-    void *value;
-    if (committed_keyval == MPI_KEYVAL_INVALID) return 0;
-    PMPI_Type_get_attr(type, committed_keyval, &value, &found);
-    return found;
+    return nc_mpi_combiner_predefined(combiner) || commit_state(type);
 }
+
+int nc_datatype_committed_elsewhere(MPI_Datatype type) { return commit_state(type) == COMMITTED_ELSEWHERE; }
 
 /* Predefined types whose elements lie back to back (not MPI_DOUBLE_INT and friends, whose
  * extent includes padding): their bytes in memory are their bytes on the wire. */

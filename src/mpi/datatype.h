@@ -79,6 +79,9 @@ int nc_datatype_gapless(MPI_Datatype type, size_t *size);
 
 /* Marks committed derived types (MPI has no query for it); called from MPI_Type_commit. */
 void nc_datatype_mark_committed(MPI_Datatype type);
+/* Whether a derived type nodecoll uses was committed behind its back (through PMPI_, as MPICH's
+ * mpi_f08 binding does for the types of array sections, which it also frees through PMPI_). */
+int nc_datatype_committed_elsewhere(MPI_Datatype type);
 void nc_datatype_release_keyval(void);
 
 #endif

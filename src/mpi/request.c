@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype_decode.h"
 #include "errors.h"
 #include "../core/fatal.h"
 
@@ -270,7 +271,14 @@ static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
     return err ? nc_mpi_raise(comm, err) : MPI_SUCCESS;
 }
 
-static int done(nc_mpi_request *r) { return nc_op_test(&r->op); }
+/* A test that finds its operation unfinished drives the host too, as the host's own test
+ * would: a peer may need this rank's pending host transfer before it can join. */
+static int done(nc_mpi_request *r)
+{
+    if (nc_op_test(&r->op)) return 1;
+    nc_engine_poke_host();
+    return 0;
+}
 
 void nc_mpi_idle(void)
 {
@@ -591,7 +599,10 @@ NC_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, i
  * (and after a persistent init), and the host keeps such a type alive, under the same
  * handle, for as long as the operation needs it; a user op's function is given that handle
  * and may compare or query it.  nodecoll does the same: MPI_Type_free of a held type only
- * marks it, and the last release frees it.  (A duplicate would be another handle.) */
+ * marks it, and the last release frees it.  (A duplicate would be another handle.)  A type
+ * committed behind nodecoll's back is the exception: MPICH's mpi_f08 binding makes one for an
+ * array section and frees it through PMPI_Type_free as soon as the call returns, so the
+ * request holds its own duplicate of it (a user op sees a handle the program never had anyway). */
 typedef struct held_type {
     MPI_Datatype type;
     int holds, freed;
@@ -614,9 +625,13 @@ MPI_Datatype nc_mpi_hold_type(MPI_Datatype type)
     if (type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS ||
         combiner == MPI_COMBINER_NAMED)
         return MPI_DATATYPE_NULL;
+    /* whoever committed it behind nodecoll's back frees it right after the call */
+    int own = !nc_mpi_combiner_predefined(combiner) && nc_datatype_committed_elsewhere(type);
+    if (own && (PMPI_Type_dup(type, &type) != MPI_SUCCESS || PMPI_Type_commit(&type) != MPI_SUCCESS))
+        nc_fatal("duplicating a datatype for a request failed");
     pthread_mutex_lock(&held_lock);
     held_type **at = find_held(type);
-    if (!*at && (*at = calloc(1, sizeof **at))) (*at)->type = type;
+    if (!*at && (*at = calloc(1, sizeof **at))) *(*at) = (held_type){.type = type, .freed = own};
     if (*at) {
         (*at)->holds++;
         atomic_fetch_add_explicit(&holds_total, 1, memory_order_relaxed);

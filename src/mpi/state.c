@@ -2,9 +2,11 @@
 
 #include "bridge.h"
 #include "neighbor_lists.h"
+#include "request.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,10 +74,39 @@ static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
+/* nodecoll's own MPI_COMM_SELF: no program message ever matches on it, and its errors return. */
+static MPI_Comm own_self = MPI_COMM_NULL;
+
+/* A receive nothing ever matches: testing it drives the host's whole progress engine (Open
+ * MPI's opal_progress, MPICH's progress test).  A probe would not do: MPICH 4.0 answers a
+ * probe on a one-rank communicator without its progress engine.  One thread tests it at a
+ * time (MPI forbids two), the others skip. */
+static MPI_Request poke_request = MPI_REQUEST_NULL;
+static int poke_sink;
+static atomic_flag poking = ATOMIC_FLAG_INIT;
+
+static void poke_host(void)
+{
+    if (atomic_flag_test_and_set_explicit(&poking, memory_order_acquire)) return;
+    int done = 0;
+    PMPI_Test(&poke_request, &done, MPI_STATUS_IGNORE);
+    atomic_flag_clear_explicit(&poking, memory_order_release);
+}
+
 static void create_keyval(void)
 {
     /* Not copied on MPI_Comm_dup: a duplicate builds its own state (and segment) lazily. */
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &comm_keyval, NULL);
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &own_self) != MPI_SUCCESS) return;
+    PMPI_Comm_set_errhandler(own_self, MPI_ERRORS_RETURN);
+    if (PMPI_Irecv(&poke_sink, 1, MPI_INT, 0, 0, own_self, &poke_request) == MPI_SUCCESS)
+        nc_engine_set_host_poke(poke_host);
+}
+
+MPI_Comm nc_mpi_own_self(void)
+{
+    pthread_once(&keyval_once, create_keyval);
+    return own_self;
 }
 
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason) { nc_stats_count(coll, reason, 0); }
@@ -335,7 +366,7 @@ static void adopt_root_settings(nc_comm *c, MPI_Comm comm)
     struct {
         nc_config cfg;
         int32_t rules;
-    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count : 0};
+    } root = {*nc_config_get(), c->rank == 0 ? nc_mpi_tune_rules()->count + nc_mpi_tune_rules()->nodes : 0};
     /* Algorithm choices must match on every rank or ranks would wait on different flags. */
     PMPI_Bcast(&root, sizeof root, MPI_BYTE, 0, comm);
     c->cfg = root.cfg;
@@ -359,17 +390,48 @@ static int first_word_on(int size)
     return !seen;
 }
 
+/* Whether every node of the communicator has as many ranks as this one.  Node-wide rules
+ * (layout, levels) need it: an element larger than one node's segments would send a
+ * reduction to the host on that node only. */
+static int nodes_alike(const nc_comm *c)
+{
+    for (int k = 0; k < c->bridge.size; k++)
+        if (c->node_start[k + 1] - c->node_start[k] != c->node.size) return 0;
+    return 1;
+}
+
 /* Rules for other node sizes than this node's are no rules: the defaults serve it, and the
- * first node rank 0 of a node of each such size says so (once per process and size). */
+ * first node rank 0 of a node of each such size says so (once per process and size).  The
+ * rules kept take their part of the settings (core/tune.h: nc_tune_adopt), the same on
+ * every rank. */
 static void keep_rules_for_node(nc_mpi_comm *s)
 {
     nc_comm *c = &s->coll;
-    if (!c->tune || nc_tune_has_ranks(c->tune, c->node.size)) return;
+    if (!c->tune) return;
+    if (nc_tune_has_ranks(c->tune, c->node.size)) {
+        int alike = nodes_alike(c);
+        if (!alike && nc_tune_node_find(c->tune, c->node.size))
+            say(&c->cfg, 1, s->comm, "nodes of different sizes: the rules' layout and levels lines are not used");
+        nc_tune_adopt(c->tune, alike ? c->node.size : 0, &c->cfg); /* (no node has 0 ranks) */
+        return;
+    }
     if (c->node.rank == 0 && first_word_on(c->node.size))
         fprintf(stderr, "nodecoll: %s has no rules for %d ranks per node: the built-in defaults serve them\n",
                 c->tune->source, c->node.size);
     free(c->tune);
     c->tune = NULL;
+}
+
+/* Setting up makes blocking host calls on the communicator, which cannot move this rank's
+ * outstanding nonblocking operations: a peer waiting for one of them before its own first
+ * collective here would never arrive.  So the ranks first meet in a nonblocking barrier
+ * awaited with nodecoll's progress; after it every rank is inside this set-up, and its
+ * blocking steps need nothing else from anyone.  (Every rank sets up in the same call, so
+ * every rank meets.) */
+static void meet_before_setup(MPI_Comm comm)
+{
+    MPI_Request r;
+    if (PMPI_Ibarrier(comm, &r) == MPI_SUCCESS) nc_mpi_wait_host(&r, MPI_STATUS_IGNORE);
 }
 
 static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
@@ -381,12 +443,13 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
     PMPI_Comm_size(comm, &c->size);
     if (c->size == 1) return NC_ALG_PMPI_SIZE1;
     PMPI_Comm_rank(comm, &c->rank);
+    meet_before_setup(comm);
     adopt_root_settings(c, comm);
     nc_mpi_neighbor_lists_read(c, comm); /* (before the segment: it sizes the edge tables) */
     long cores;
     split_node(s, comm, &physical_size, &cores);
-    keep_rules_for_node(s);
     build_bridge_and_tables(s, comm);
+    keep_rules_for_node(s); /* (before the segment: its layout and groups may be ruled) */
     int cores_per_rank = cores > physical_size ? (int)(cores / physical_size) : 1;
     int ok = c->node.size == 1 ? map_private_node(s) : map_segment(s, cores > 0 && physical_size > cores, cores_per_rank);
     /* One node without shared memory would leave the others waiting in a different
@@ -512,15 +575,21 @@ nc_mpi_comm *nc_mpi_state_lookup(MPI_Comm comm, nc_coll_id coll)
     return s;
 }
 
-nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
+int nc_mpi_is_set_up(MPI_Comm comm)
 {
-    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
-    if (recent) return recent; /* (set up, or it would not be remembered) */
+    if (nc_mpi_recent_state(comm)) return 1; /* (set up, or it would not be remembered) */
     void *value = NULL;
     int found = 0;
     if (nc_config_get()->enable && comm != MPI_COMM_NULL && comm_keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_get_attr(comm, comm_keyval, &value, &found);
-    if (!found) {
+    return found;
+}
+
+nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll)
+{
+    nc_mpi_comm *recent = nc_mpi_recent_state(comm);
+    if (recent) return recent; /* (the usual case, answered inline) */
+    if (!nc_mpi_is_set_up(comm)) {
         nc_mpi_fallback(coll, NC_ALG_PMPI_NOT_SET_UP);
         return NULL;
     }
@@ -603,4 +672,10 @@ void nc_mpi_release_all(void)
         if (PMPI_Comm_delete_attr(s->comm, comm_keyval) != MPI_SUCCESS) destroy(s);
     }
     if (comm_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&comm_keyval);
+    nc_engine_set_host_poke(NULL);
+    if (poke_request != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&poke_request);
+        PMPI_Wait(&poke_request, MPI_STATUS_IGNORE);
+    }
+    if (own_self != MPI_COMM_NULL) PMPI_Comm_free(&own_self);
 }

@@ -123,6 +123,8 @@ int nc_mpi_enter_nonblocking(nc_mpi_comm *s, MPI_Comm comm, nc_call_record *call
 /* The state of comm if a blocking collective has set it up, else NULL (the reason counted
  * for `coll`): setting up is collective, which a nonblocking call must not be. */
 nc_mpi_comm *nc_mpi_state_if_set_up(MPI_Comm comm, nc_coll_id coll);
+/* Whether a collective has set comm up (local; counts nothing). */
+int nc_mpi_is_set_up(MPI_Comm comm);
 
 /* Counts a fallback for a call whose arguments we leave to the host MPI to judge. */
 void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason);
@@ -139,5 +141,8 @@ void nc_mpi_drop_heaps(nc_mpi_comm *s);
 
 /* Frees every communicator's state; called at MPI_Finalize. */
 void nc_mpi_release_all(void);
+/* A duplicate of MPI_COMM_SELF for nodecoll's own use (errors return); MPI_COMM_NULL if it
+ * could not be made. */
+MPI_Comm nc_mpi_own_self(void);
 
 #endif

@@ -41,6 +41,9 @@ static MPI_Datatype type_of(const nc_move_vec *m, int i) { return m->types ? m->
 static int displs_wide(const nc_move_vec *m) { return m->wide || m->aint_displs; }
 
 /* base + off as an address (base may be MPI_BOTTOM, a null pointer, with absolute offsets). */
+/* No mapping starts below this address (Linux's vm.mmap_min_addr is a page or more). */
+#define NC_FIRST_MAPPABLE 4096
+
 static char *address_at(const char *base, int64_t off) { return (char *)((uintptr_t)base + (uintptr_t)off); }
 
 /* Where block i starts in the user buffer, in bytes from m->user (may be negative). */
@@ -154,8 +157,8 @@ static void vec_scratch_tables(nc_mpi_comm *s, const nc_move_args *a, nc_move_ve
     m->signed_offs = (int64_t *)(void *)(tables + 4 * n);
 }
 
-/* The handle a request uses for `type`: its own duplicate (also left in *held, to release),
- * or `type` itself (predefined: nothing to hold). */
+/* The handle a request uses for `type`, held (also left in *held, to release; see
+ * nc_mpi_hold_type), or `type` itself (predefined: nothing to hold). */
 static MPI_Datatype held_type(MPI_Datatype type, MPI_Datatype *held)
 {
     *held = nc_mpi_hold_type(type);
@@ -221,7 +224,10 @@ static int vec_describe(nc_move_vec *m, int input)
         total += lens[i];
         if (lens[i] && signed_offs[i] < lowest) lowest = signed_offs[i];
     }
-    if (total && !m->user && dense) return 1; /* (MPI_BOTTOM with a derived type's absolute addresses is valid) */
+    /* A null buffer with data is MPI_BOTTOM, valid with absolute addresses: a derived type's,
+     * or displacements that are (from MPI_Get_address); blocks in the first page, where nothing
+     * is ever mapped, are the error of a null buffer. */
+    if (total && !m->user && dense && lowest < NC_FIRST_MAPPABLE) return 1;
     if (!dense && !input && open_in_place(m, signed_offs)) return 0;
     if (dense) { /* base at the lowest non-empty block, so offsets are never negative */
         if (!total) lowest = 0;
@@ -236,6 +242,24 @@ static int vec_describe(nc_move_vec *m, int input)
     return 0;
 }
 
+/* A vector of the uniform forms whose type is the predefined one with back-to-back
+ * elements this thread described last (nc_last_dense_type): its blocks follow each other,
+ * with no lookup of the type per call.  0: described the general way instead. */
+static int vec_describe_uniform_dense(nc_move_vec *m)
+{
+    const nc_dense_type *last = &nc_last_dense_type;
+    if (m->vector || !last->size || last->type != m->type || m->count < 0) return 0;
+    size_t n = (size_t)(m->n > 0 ? m->n : 1), len = (size_t)m->count * last->size;
+    if (len && !m->user) return 0; /* (the host's error to report) */
+    size_t *lens = m->table, *offs = m->table + n;
+    for (int i = 0; i < m->n; i++) {
+        lens[i] = len;
+        offs[i] = (size_t)i * len;
+    }
+    m->v = (nc_vec){m->user, lens, offs, NULL};
+    return 1;
+}
+
 /* Opens vector m of call `call`: 0 on success, 1: invalid arguments (leave the call to the
  * host MPI).  `input`: its data is sent. */
 static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int input)
@@ -245,7 +269,7 @@ static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int 
     if (m->vector && m->n > 0 && !arrays) return 1;
     if (call->request) vec_keep(m);
     else vec_scratch_tables(s, &call->a, m);
-    if (vec_describe(m, input)) return 1;
+    if (!vec_describe_uniform_dense(m) && vec_describe(m, input)) return 1;
     m->opened = 1;
     m->input = input;
     return 0;
@@ -490,13 +514,16 @@ static int move_deliver(nc_mpi_move_call *m, MPI_Comm comm)
     return m->one.staging && m->one_output ? nc_buffer_transfer(&m->one, comm, 1) : MPI_SUCCESS;
 }
 
+/* (Each part tested here first: a blocking call of predefined types holds none of them.) */
+static int vec_holds(const nc_move_vec *m) { return m->staging || m->v.blocks || m->owned; }
+
 static void move_release(nc_mpi_move_call *m, MPI_Comm comm)
 {
-    vec_release(&m->a.send);
-    vec_release(&m->a.recv);
-    nc_data_release(&m->one_data);
-    nc_buffer_close(&m->one, comm, 0);
-    nc_mpi_release_type(&m->held_one_type);
+    if (vec_holds(&m->a.send)) vec_release(&m->a.send);
+    if (vec_holds(&m->a.recv)) vec_release(&m->a.recv);
+    if (m->one_data.bounce) nc_data_release(&m->one_data);
+    if (m->one.staging) nc_buffer_close(&m->one, comm, 0);
+    if (m->held_one_type != MPI_DATATYPE_NULL) nc_mpi_release_type(&m->held_one_type);
 }
 
 /* A request packs with MPI_COMM_SELF: the user may free the communicator while it lives. */

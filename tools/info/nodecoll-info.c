@@ -65,6 +65,18 @@ static int setting_index(const char *env_name)
     return -1;
 }
 
+/* This process's rules file, read as nodecoll would (NULL: none, or it cannot be used:
+ * *why says so). */
+static nc_tune_rules *read_rules(const char **path, char *why, size_t len)
+{
+    static char buf[512];
+    *path = nc_tune_path(buf, sizeof buf);
+    nc_tune_rules *rules = *path ? malloc(sizeof *rules) : NULL;
+    if (rules && !nc_tune_load(*path, nodecoll_version(), nodecoll_mpi_library(), rules, why, len)) return rules;
+    free(rules);
+    return NULL;
+}
+
 static void print_topology(const nc_config *cfg)
 {
     const nc_topo_info *t = nc_topo_get();
@@ -85,6 +97,19 @@ static void print_topology(const nc_config *cfg)
     nc_setting_format(setting, NC_TOPO_AUTO_LEVELS, automatic, sizeof automatic);
     printf("levels:       %s%s%s (NODECOLL_TOPO_LEVELS)\n", levels, cfg->topo_levels < 0 ? " = " : "",
            cfg->topo_levels < 0 ? automatic : "");
+}
+
+/* The levels and layout the rules file gives a node of `size` ranks, as a job would take them. */
+static void adopt_rules_for(int size, nc_config *cfg)
+{
+    char why[600];
+    const char *path;
+    nc_tune_rules *rules = read_rules(&path, why, sizeof why);
+    const nc_tune_node *n = rules ? nc_tune_node_find(rules, size) : NULL;
+    if (n && n->levels_line && !NC_CONFIG_GIVEN(cfg, topo_levels))
+        printf("rules:        %s line %d names the levels of %d ranks per node\n", path, n->levels_line, size);
+    if (rules) nc_tune_adopt(rules, size, cfg);
+    free(rules);
 }
 
 /* The groups of a node of `size` ranks at the places NODECOLL_TOPO_PLACE gives them. */
@@ -116,24 +141,43 @@ static void print_groups(const nc_config *cfg, int size)
     free(locs);
 }
 
-/* The tuning rules a job started here would use, and where they come from. */
-static void print_rules(void)
+/* A node size's layout and levels lines, with what they set unless the environment does. */
+static void print_node_rules(const nc_tune_node *n, const nc_config *cfg)
 {
-    char buf[512], err[600];
-    const char *path = nc_tune_path(buf, sizeof buf);
+    char line[200];
+    nc_tune_format_layout(n, line, sizeof line);
+    int segment_given = NC_CONFIG_GIVEN(cfg, segment_size) || NC_CONFIG_GIVEN(cfg, segments);
+    if (*line)
+        printf("  line %-4d %s%s\n", n->layout_line, line,
+               segment_given ? "  (NODECOLL_SEGMENT_SIZE or NODECOLL_SEGMENTS given wins)" : "");
+    nc_tune_format_levels(n, line, sizeof line);
+    if (*line)
+        printf("  line %-4d %s%s\n", n->levels_line, line,
+               NC_CONFIG_GIVEN(cfg, topo_levels) ? "  (NODECOLL_TOPO_LEVELS given wins)" : "");
+}
+
+
+/* The tuning rules a job started here would use, and where they come from. */
+static void print_rules(const nc_config *cfg)
+{
+    char err[600] = "";
+    const char *path;
+    nc_tune_rules *rules = read_rules(&path, err, sizeof err);
     if (!path) {
         printf("tuning rules: none (NODECOLL_TUNE_FILE %s; no %s)\n",
                getenv("NODECOLL_TUNE_FILE") ? "is empty" : "unset",
                "$XDG_CONFIG_HOME/nodecoll/rules or ~/.config/nodecoll/rules");
         return;
     }
-    nc_tune_rules *rules = malloc(sizeof *rules);
-    if (!rules) return;
-    if (nc_tune_load(path, nodecoll_version(), nodecoll_mpi_library(), rules, err, sizeof err)) {
+    if (!rules) {
         printf("tuning rules: none in force\n  %s\n", err);
     } else {
-        printf("tuning rules: %d from %s%s (before the built-in rows; NODECOLL_<COLL>_ALG settings still win)\n",
-               rules->count, path, getenv("NODECOLL_TUNE_FILE") ? " (NODECOLL_TUNE_FILE)" : " (default location)");
+        printf("tuning rules: %d per call and %d node sizes' layout or levels from %s%s\n"
+               "  (the rules before the built-in rows, layout and levels when a communicator is set up;\n"
+               "  a NODECOLL_* setting given in the environment still wins)\n",
+               rules->count, rules->nodes, path,
+               getenv("NODECOLL_TUNE_FILE") ? " (NODECOLL_TUNE_FILE)" : " (default location)");
+        for (int i = 0; i < rules->nodes; i++) print_node_rules(&rules->node[i], cfg);
         for (int i = 0; i < rules->count; i++) {
             char line[200];
             nc_tune_format_rule(&rules->rule[i], line, sizeof line);
@@ -191,6 +235,7 @@ int main(int argc, char **argv)
     nc_config cfg;
     nc_config_from_env(&cfg, NULL);
     if (argc > 2 && !strcmp(argv[1], "--groups") && atoi(argv[2]) > 0) {
+        adopt_rules_for(atoi(argv[2]), &cfg);
         print_topology(&cfg);
         print_groups(&cfg, atoi(argv[2]));
         return 0;
@@ -211,7 +256,7 @@ int main(int argc, char **argv)
     }
     printf(" (per collective)\n");
     print_topology(&cfg);
-    print_rules();
+    print_rules(&cfg);
     print_settings();
     return 0;
 }

@@ -1,15 +1,17 @@
 /* Allgather(v) on one node: every rank publishes its block once and reads every other
  * non-empty block straight from its owner (one single-copy call per block, or a copy from
- * the owner's slot for small blocks); nothing is forwarded, so no volume skew can serialise
- * it.  Each rank starts after itself, so the ranks do not all read the same owner first. */
+ * the owner's slots for small blocks: move.h's small publications, which no rank waits for
+ * its readers to be done with); nothing is forwarded, so no volume skew can serialise it.
+ * Each rank starts after itself, so the ranks do not all read the same owner first. */
 #include "../algorithms.h"
 #include "../move.h"
 
 typedef struct allgather_state {
     int pc;
     int in_slot, j;
-    uint64_t seq;
+    uint64_t seq, g;
     nc_pub pub;
+    nc_small small;
 } allgather_state;
 NC_STATE_FITS(allgather_state);
 
@@ -35,12 +37,21 @@ static int publish_mine(nc_comm *c, const nc_args *a, uint64_t seq)
     return in_slot;
 }
 
+static void put_mine(nc_comm *c, const nc_args *a, uint64_t g)
+{
+    size_t len;
+    const void *mine = my_block(c, a, &len);
+    nc_small_put(&c->node, g, mine, len);
+}
+
 /* The j-th rank after me: each rank starts after itself. */
 static int after_me(const nc_comm *c, int j) { return (c->rank + j) % c->size; }
 
-static void read_block(nc_comm *c, const nc_args *a, const nc_pub *p, int i)
+static void read_block(nc_comm *c, const nc_args *a, const allgather_state *st, int i)
 {
-    nc_move_read_block(c, p, 0, a->move.recv_vec, i, nc_fit(c, p->bytes, nc_vec_len(a->move.recv_vec, i)));
+    const nc_vec *recv = a->move.recv_vec;
+    if (st->small.data) nc_vec_unpack(recv, i, st->small.data, nc_fit(c, st->small.bytes, nc_vec_len(recv, i)));
+    else nc_move_read_block(c, &st->pub, 0, recv, i, nc_fit(c, st->pub.bytes, nc_vec_len(recv, i)));
 }
 
 static void finish_reading(nc_comm *c, const nc_args *a, uint64_t seq)
@@ -60,17 +71,26 @@ static nc_step progress(nc_op *op, void *state)
     my_block(c, a, &my_len);
     NC_BEGIN(st);
     st->seq = nc_take_round(&c->node);
-    st->in_slot = 1; /* (nothing published: nothing to keep) */
-    if (my_len) {
+    st->g = nc_take_frags(&c->node, 1);
+    st->in_slot = 1; /* (nothing published in the round: nothing to keep) */
+    if (nc_small_fits(c, my_len)) {
+        NC_AWAIT(st, nc_small_free(op, &c->node, st->g, my_len));
+        put_mine(c, a, st->g);
+    } else {
+        NC_AWAIT(st, nc_small_free(op, &c->node, st->g, 0));
         NC_AWAIT(st, nc_move_readers_done(op, &c->node));
         st->in_slot = publish_mine(c, a, st->seq);
+        nc_small_put_in_round(&c->node, st->g);
     }
     for (st->j = 1; st->j < c->size; st->j++)
         if (nc_vec_len(a->move.recv_vec, after_me(c, st->j))) {
-            NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[after_me(c, st->j)], st->seq, &st->pub));
-            read_block(c, a, &st->pub, after_me(c, st->j));
+            NC_AWAIT(st, nc_small_published(op, c, c->node_rank_of[after_me(c, st->j)], st->g, &st->small));
+            if (!st->small.data)
+                NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[after_me(c, st->j)], st->seq, &st->pub));
+            read_block(c, a, st, after_me(c, st->j));
         }
     finish_reading(c, a, st->seq);
+    nc_small_done(&c->node, st->g);
     if (!st->in_slot) NC_AWAIT(st, nc_move_readers_done(op, &c->node));
     NC_END(st);
 }

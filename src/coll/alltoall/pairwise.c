@@ -1,7 +1,8 @@
 /* Alltoall, Alltoallv, Alltoallw: pairwise exchange (Balaji et al.'s binning).
  *
  * On the node every rank publishes a span table: where in its send buffer each receiver's
- * block is (small totals are copied into its slot).  Every rank then reads, straight from
+ * block is; a small total travels with its table through the rank's slots instead (move.h's
+ * small publications, which no rank waits for its readers to be done with).  Every rank then reads, straight from
  * each sender, only the blocks it receives something from: zero-size peers are skipped
  * entirely (no flag read, no wait, no message), and small blocks are read before large
  * ones so a peer with little to give is not kept waiting behind big copies.  A rank whose
@@ -23,8 +24,10 @@
 
 typedef struct pairwise_state {
     int pc;
-    int in_slot, small, next, end, count, nsends, nrecvs;
-    uint64_t seq;
+    int in_slot, small, next, end, count, kept, nsends, nrecvs;
+    uint64_t seq, g;
+    size_t payload;
+    nc_small from_slot;
     const nc_vec *send;
     nc_vec copy;       /* in place: a compact copy of what I send (my reads overwrite it) */
     int *peers;        /* the bin being read */
@@ -83,6 +86,7 @@ static void start(nc_comm *c, const nc_args *a, pairwise_state *st)
         st->send = &st->copy;
     }
     st->seq = nc_take_round(&c->node);
+    st->g = nc_take_frags(&c->node, 1);
 }
 
 /* My span table for every receiver on my node with a non-empty block; returns whether the
@@ -136,6 +140,14 @@ static void read_peer(void *ctx, size_t k)
     int i = b->peers[k];
     nc_pub p = nc_move_pub(b->c, b->c->node_rank_of[i]);
     nc_move_read_span_block(b->c, &p, b->recv, i);
+}
+
+/* Peer i's block from its slots. */
+static void read_slot_block(nc_comm *c, const nc_vec *recv, const nc_small *s, int i)
+{
+    size_t len;
+    const char *block = nc_small_my_block(c, s, c->node_rank_of[i], &len);
+    nc_vec_unpack(recv, i, block, nc_fit(c, len, nc_vec_len(recv, i)));
 }
 
 /* Reads the bin's peers from st->next on that have published (st->next has), a thread team
@@ -199,10 +211,26 @@ static nc_step progress(nc_op *op, void *state)
     const nc_vec *recv = a->move.recv_vec;
     NC_BEGIN(st);
     start(c, a, st);
-    NC_AWAIT(st, nc_move_readers_done(op, &c->node));
-    st->in_slot = publish_spans(c, st);
+    st->in_slot = 1;
+    st->payload = nc_small_blocks_bytes(c, st->send);
+    if (nc_small_fits(c, st->payload)) {
+        NC_AWAIT(st, nc_small_free(op, &c->node, st->g, st->payload));
+        nc_small_put_blocks(c, st->g, st->send, st->payload);
+    } else {
+        NC_AWAIT(st, nc_small_free(op, &c->node, st->g, 0));
+        NC_AWAIT(st, nc_move_readers_done(op, &c->node));
+        st->in_slot = publish_spans(c, st);
+        nc_small_put_in_round(&c->node, st->g);
+    }
     for (st->small = 1; st->small >= 0; st->small--) {
         st->count = bin_peers(c, recv, st->small, st->peers);
+        /* Blocks in the peers' slots first; the peers that published in the round stay. */
+        for (st->next = st->kept = 0; st->next < st->count; st->next++) {
+            NC_AWAIT(st, nc_small_published(op, c, c->node_rank_of[st->peers[st->next]], st->g, &st->from_slot));
+            if (st->from_slot.data) read_slot_block(c, recv, &st->from_slot, st->peers[st->next]);
+            else st->peers[st->kept++] = st->peers[st->next];
+        }
+        st->count = st->kept;
         for (st->next = 0; st->next < st->count; st->next = st->end) {
             NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[st->peers[st->next]], st->seq, NULL));
             st->end = read_published(c, recv, st);
@@ -210,6 +238,7 @@ static nc_step progress(nc_op *op, void *state)
     }
     /* My readers never wait on a remote rank: my reads are done before the remote part. */
     nc_move_done(&c->node, st->seq);
+    nc_small_done(&c->node, st->g);
     if (nc_comm_multinode(c)) {
         list_remote(c, recv, st);
         if (st->nsends || st->nrecvs) NC_BRIDGE_STEP(op, st, &st->req, exchange_remote(c, st, op->bridge_req));

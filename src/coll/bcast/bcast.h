@@ -49,7 +49,8 @@ typedef struct nc_bcast_ring {
     nc_bcast_head head;
     nc_bcast_tree tree;
     nc_frag_place place;
-    int carried; /* the announcement carried the message: the root has nothing left to send */
+    int carried; /* the announcement carried the message (all its inline flags): the root has
+                  * nothing left to send */
     uint64_t g0, frags, g, k, h;
     size_t off, len;
     const char *from_parent;
@@ -60,7 +61,10 @@ typedef struct nc_bcast_ring {
 void nc_bcast_ring_setup(nc_bcast_ring *st, const nc_bcast_call *call, const nc_bcast_tree *tree, nc_frag_place place,
                          uint64_t g0);
 nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st);
-/* Fragments a call of `bytes` takes in the ring. */
-uint64_t nc_bcast_ring_frags(const nc_node *n, size_t bytes);
+/* Where a message of `bytes` travels: a chain of inline flags up to NODECOLL_BCAST_INLINE_MAX
+ * (one flag always), else the ring. */
+nc_frag_place nc_bcast_place(const nc_comm *c, size_t bytes);
+/* Fragments a call of `bytes` takes in `place`. */
+uint64_t nc_bcast_ring_frags(const nc_node *n, nc_frag_place place, size_t bytes);
 
 #endif

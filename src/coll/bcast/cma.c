@@ -77,7 +77,7 @@ static void plan(nc_op *op, void *state)
     size_t bytes = st->head.call.bytes;
     int radix = nc_registry_radix(c, NC_COLL_BCAST, bytes, c->cfg.bcast_radix);
     st->tree = nc_bcast_tree_at(&op->c->node, st->head.call.root, radix);
-    st->chunk = (size_t)c->cfg.cma_chunk;
+    st->chunk = (size_t)nc_registry_param(c, NC_COLL_BCAST, bytes, NC_TUNE_CHUNK, c->cfg.cma_chunk);
     /* Push needs every non-root to be a direct child of the root (no forwarding, no groups). */
     st->push = c->cfg.cma_push_min && (int64_t)bytes >= c->cfg.cma_push_min && radix >= n->size - 1 && !n->hier;
 }
@@ -87,7 +87,7 @@ static void plan(nc_op *op, void *state)
 static uint64_t call_frags(const nc_node *n, const cma_state *st)
 {
     size_t bytes = st->head.call.bytes;
-    uint64_t frags = (bytes + st->chunk - 1) / st->chunk, ring = nc_bcast_ring_frags(n, bytes);
+    uint64_t frags = (bytes + st->chunk - 1) / st->chunk, ring = nc_bcast_ring_frags(n, nc_ring_place, bytes);
     return ring > frags ? ring : frags;
 }
 
@@ -137,7 +137,7 @@ static nc_step progress(nc_op *op, void *state)
     st->flat = st->ring ? l->base : copy_for_children(n, t, l, bytes);
     if (st->ring) {
         if (t->children) atomic_store_explicit(&me->pub.aux[1], RING_TAG | (st->g0 + 1), memory_order_relaxed);
-        nc_bcast_ring_setup(&st->ring_step, &st->head.call, t, (nc_frag_place){0, 0}, st->g0);
+        nc_bcast_ring_setup(&st->ring_step, &st->head.call, t, nc_ring_place, st->g0);
         NC_AWAIT_STEP(&st->head, nc_bcast_ring_run(op, &st->ring_step));
     } else if (t->parent < 0) {
         atomic_store_explicit(&me->pub.aux[0], (uint64_t)(uintptr_t)st->flat, memory_order_relaxed);

@@ -2,8 +2,9 @@
  * node algorithm from it, and runs it.
  *
  * Every rank plans the call from its node root's byte count, which the root announces in
- * aux[0] of its inline flag for the call's first fragment (a message that fits rides in the
- * same flag, so a small Bcast still costs one line transfer).  Ranks whose counts disagree,
+ * aux[0] of its inline flag for the call's first fragment (a message that fits the inline
+ * flags rides in them, so a small Bcast still costs one line transfer per flag, fetched
+ * together).  Ranks whose counts disagree,
  * an erroneous program, thus still number fragments alike and stay in step.  The flag is
  * taken for every reader: any rank of the node reads the announcement. */
 #include <stdlib.h>
@@ -34,21 +35,51 @@ void nc_node_bcast_setup_bytes(nc_node_bcast_step *st, void *buf, size_t bytes, 
     nc_node_bcast_setup(st, &st->plain, bytes, root);
 }
 
-static void announce(nc_comm *c, nc_node_bcast_step *st, uint64_t g0)
+/* On a node without CMA the single-copy algorithm runs only from a root's buffer in its heap. */
+static int root_buffer_in_heap(const nc_comm *c, const nc_node_bcast_step *st)
 {
-    nc_node *n = &c->node;
-    char *data = nc_slot_take(n, announcement_place, g0, NULL);
-    nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0);
-    st->root_in_heap = nc_heap_only(c) && nc_data_is_bytes(st->data) && nc_heap_holds(st->data->base, st->bytes);
-    atomic_store_explicit(&f->aux[0], st->bytes | (st->root_in_heap ? ROOT_IN_HEAP : 0), memory_order_relaxed);
-    if (nc_frag_place_aligned(st->bytes).in_flag) nc_data_pack(st->data, 0, data, st->bytes);
-    nc_flag_post(f, g0 + 1);
+    return nc_heap_only(c) && nc_data_is_bytes(st->data) && nc_heap_holds(st->data->base, st->bytes);
 }
 
 static const nc_algorithm *choose(const nc_comm *c, const nc_node_bcast_step *st)
 {
     nc_args a = {.coll = NC_COLL_BCAST, .root = st->root, .heap_agreed = st->root_in_heap};
     return nc_registry_select_step(c, &a, st->bytes);
+}
+
+/* The inline flags the announcement takes: all of a message that the ring algorithm will
+ * carry in a chain of them; else one, the call's first fragment, which every node algorithm
+ * takes (a chain announced before a single-copy call, which takes one fragment, left the
+ * next call's announcement waiting for a slot that no rank would release: the root knows
+ * the size, so it chooses as its readers will). */
+static uint64_t announced_frags(const nc_comm *c, const nc_node_bcast_step *st)
+{
+    nc_frag_place place = nc_bcast_place(c, st->bytes);
+    if (!place.in_flag || choose(c, st) != &nc_bcast_shm) return 1;
+    return nc_bcast_ring_frags(&c->node, place, st->bytes);
+}
+
+static int announcement_free(nc_op *op, nc_node *n, uint64_t g0, uint64_t frags)
+{
+    for (uint64_t g = g0; g < g0 + frags; g++)
+        if (!nc_slot_free(op, n, announcement_place, g)) return 0;
+    return 1;
+}
+
+/* A message that fits the inline flags rides in them, the announcing flag posted last: a
+ * reader that sees it finds every later fragment posted (its lines can be fetched at once). */
+static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0, uint64_t frags)
+{
+    int carried = st->bytes <= frags * NC_INLINE_ALIGNED_MAX;
+    for (uint64_t k = frags; k-- > 0;) {
+        char *data = nc_slot_take(n, announcement_place, g0 + k, NULL);
+        nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0 + k);
+        size_t off = (size_t)k * NC_INLINE_ALIGNED_MAX, len = st->bytes - off;
+        if (carried) nc_data_pack(st->data, off, data, len < NC_INLINE_ALIGNED_MAX ? len : NC_INLINE_ALIGNED_MAX);
+        uint64_t heap_bit = st->root_in_heap ? ROOT_IN_HEAP : 0;
+        if (!k) atomic_store_explicit(&f->aux[0], st->bytes | heap_bit, memory_order_relaxed);
+        nc_flag_post(f, g0 + k + 1);
+    }
 }
 
 /* Hands the chosen algorithm its call (more bytes than my arguments hold: take part in
@@ -82,8 +113,9 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
     /* (without CMA the ranks learn from the announcement whether the root's buffer is in its heap) */
     if (c->cfg.bcast_check || nc_heap_only(c)) {
         if (n->rank == st->root) {
-            NC_AWAIT(st, nc_slot_free(op, n, announcement_place, n->frag));
-            announce(c, st, n->frag);
+            st->root_in_heap = root_buffer_in_heap(c, st);
+            NC_AWAIT(st, announcement_free(op, n, n->frag, announced_frags(c, st)));
+            announce(n, st, n->frag, announced_frags(c, st));
         } else {
             NC_AWAIT(st, nc_flag_reached(op, nc_frag_signal(n, announcement_place, st->root, n->frag), n->frag + 1));
             st->bytes = atomic_load_explicit(&nc_frag_signal(n, announcement_place, st->root, n->frag)->aux[0],

@@ -1,8 +1,8 @@
 /* Bcast through shared memory (Graham and Shipman): a fan-out tree of tunable radix (shaped
  * by the node's topology groups, core/hier.h), pipelined in fragments.  A parent copies each
- * fragment into its own ring (or, for a message of a few dozen bytes, into an inline flag:
- * signal and data in one line transfer) and its children copy it out, forwarding it from
- * their own ring to theirs. */
+ * fragment into its own ring (or, for a message of a few hundred bytes, into a chain of
+ * inline flags: signal and data in one line transfer each) and its children copy it out,
+ * forwarding it from their own ring to theirs. */
 #include <string.h>
 
 #include "bcast.h"
@@ -16,12 +16,23 @@ int nc_bcast_children_done(nc_op *op, nc_node *n, const nc_bcast_tree *t, uint64
     return 1;
 }
 
+nc_frag_place nc_bcast_place(const nc_comm *c, size_t bytes)
+{
+    size_t chain = (size_t)c->cfg.bcast_inline_max;
+    return (nc_frag_place){bytes <= NC_INLINE_ALIGNED_MAX || bytes <= chain, NC_INLINE_HEADER};
+}
+
+static size_t frag_bytes(const nc_node *n, nc_frag_place place)
+{
+    return place.in_flag ? NC_INLINE_ALIGNED_MAX : n->layout.seg_size;
+}
+
 /* (Without a division for a message of one fragment: a 64-bit division costs a small
  * Bcast more than the rest of its arithmetic.) */
-uint64_t nc_bcast_ring_frags(const nc_node *n, size_t bytes)
+uint64_t nc_bcast_ring_frags(const nc_node *n, nc_frag_place place, size_t bytes)
 {
-    size_t seg = n->layout.seg_size;
-    return bytes <= seg ? 1 : (bytes + seg - 1) / seg;
+    size_t chunk = frag_bytes(n, place);
+    return bytes <= chunk ? 1 : (bytes + chunk - 1) / chunk;
 }
 
 void nc_bcast_ring_setup(nc_bcast_ring *st, const nc_bcast_call *call, const nc_bcast_tree *tree, nc_frag_place place,
@@ -50,8 +61,8 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
     nc_node *n = &op->c->node;
     const nc_bcast_tree *t = &st->tree;
     nc_data *l = st->head.call.data;
-    size_t chunk = n->layout.seg_size, bytes = st->head.call.bytes;
-    uint64_t end = st->g0 + nc_bcast_ring_frags(n, bytes);
+    size_t chunk = frag_bytes(n, st->place), bytes = st->head.call.bytes;
+    uint64_t end = st->g0 + nc_bcast_ring_frags(n, st->place, bytes);
     NC_BEGIN(&st->head);
     for (st->g = st->g0; st->g < end; st->g += st->k) {
         st->k = frags_per_step(n, l, st->place, st->g, end - st->g);
@@ -62,7 +73,7 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
             NC_AWAIT(&st->head, nc_flag_reached(op, nc_frag_signal(n, st->place, t->parent, st->g + st->k - 1), st->g + st->k));
             st->from_parent = nc_frag_data(n, st->place, t->parent, st->g);
         }
-        if (t->children && !(st->carried && st->g == st->g0)) {
+        if (t->children && !st->carried) {
             /* The step's slots follow each other in the ring; each must be free first. */
             for (st->h = st->g; st->h < st->g + st->k; st->h++) {
                 NC_AWAIT(&st->head, nc_slot_free(op, n, st->place, st->h));
@@ -89,15 +100,16 @@ static void plan(nc_op *op, void *state)
     nc_bcast_tree tree = nc_bcast_tree_at(&op->c->node, st->head.call.root,
                                           nc_registry_radix(c, NC_COLL_BCAST, st->head.call.bytes, c->cfg.bcast_radix));
     nc_bcast_call call = st->head.call;
-    nc_bcast_ring_setup(st, &call, &tree, nc_frag_place_aligned(call.bytes), 0);
-    /* The root's announcement carried a message that fits in its flag. */
+    nc_bcast_ring_setup(st, &call, &tree, nc_bcast_place(c, call.bytes), 0);
+    /* The root's announcement carried a message that fits in its inline flags. */
     st->carried = call.announced && tree.parent < 0 && st->place.in_flag;
 }
 
 static nc_step progress(nc_op *op, void *state)
 {
     nc_bcast_ring *st = state;
-    if (!st->head.pc) st->g0 = nc_take_frags(&op->c->node, nc_bcast_ring_frags(&op->c->node, st->head.call.bytes));
+    nc_node *n = &op->c->node;
+    if (!st->head.pc) st->g0 = nc_take_frags(n, nc_bcast_ring_frags(n, st->place, st->head.call.bytes));
     return nc_bcast_ring_run(op, st);
 }
 

@@ -1,19 +1,19 @@
-/* Gather(v) on one node: small blocks travel through the sender's slot and the root copies
- * them out; a large block is written by its sender straight into the root's receive buffer
- * (the root publishes a span table over it), so the senders' copies run in parallel with
- * each other and with the root's copy of its own block.  The sender alone decides by its
- * own length; the root learns which way each block came from its publication.  Zero-size
- * senders are never contacted (Balaji et al.). */
+/* Gather(v) on one node: small blocks travel through their sender's slots (move.h's small
+ * publications: the sender returns at once, as after an eager send) and the root copies them
+ * out; a large block is written by its sender straight into the root's receive buffer (the
+ * root publishes a span table over it), so the senders' copies run in parallel with each
+ * other and with the root's copy of its own block.  The sender alone decides by its own
+ * length; the root learns which way each block came from the sender's flag.  Senders the
+ * root expects nothing from are never waited for (Balaji et al.). */
 #include "../algorithms.h"
 #include "../move.h"
-#include "../steps.h"
 
 typedef struct gather_state {
     int pc;
-    int root_nr, i;
-    uint64_t seq;
+    int root_nr, i, in_round;
+    uint64_t seq, g;
     nc_pub pub;
-    nc_move_offer_step offer;
+    nc_small small;
 } gather_state;
 NC_STATE_FITS(gather_state);
 
@@ -25,6 +25,15 @@ static void push_block(nc_comm *c, gather_state *st, const void *send, size_t by
     nc_span s = st->pub.table[c->rank];
     nc_move_write(c, &st->pub, s.off, send, bytes < s.len ? bytes : s.len);
     nc_move_publish(&c->node, st->seq, NULL, NC_PUB_PUSHED, bytes);
+    nc_move_release(&c->node, st->seq, &st->root_nr, 1);
+}
+
+/* A large block the root reads itself (its receive buffer cannot be written into). */
+static void offer_block(nc_comm *c, gather_state *st, const void *send, size_t bytes)
+{
+    char *slot;
+    nc_move_area(c, &slot);
+    st->in_round = !nc_move_put(c, st->seq, slot, send, bytes);
     nc_move_release(&c->node, st->seq, &st->root_nr, 1);
 }
 
@@ -46,43 +55,52 @@ static void root_publishes(nc_comm *c, const nc_args *a, uint64_t seq)
         nc_vec_unpack(recv, a->root, a->move.send, nc_fit(c, a->move.send_bytes, nc_vec_len(recv, a->root)));
 }
 
-static void root_takes(nc_comm *c, const nc_args *a, const nc_pub *p, int i)
+static void root_takes(nc_comm *c, const nc_args *a, const gather_state *st, int i)
 {
     const nc_vec *recv = a->move.recv_vec;
-    size_t fit = nc_fit(c, p->bytes, nc_vec_len(recv, i));
-    if (p->in_slot != NC_PUB_PUSHED) nc_move_read_block(c, p, 0, recv, i, fit);
+    if (st->small.data) {
+        nc_vec_unpack(recv, i, st->small.data, nc_fit(c, st->small.bytes, nc_vec_len(recv, i)));
+        return;
+    }
+    size_t fit = nc_fit(c, st->pub.bytes, nc_vec_len(recv, i));
+    if (st->pub.in_slot != NC_PUB_PUSHED) nc_move_read_block(c, &st->pub, 0, recv, i, fit);
 }
 
 static nc_step progress(nc_op *op, void *state)
 {
     gather_state *st = state;
     nc_comm *c = op->c;
+    nc_node *n = &c->node;
     const nc_args *a = op->args;
     NC_BEGIN(st);
-    st->seq = nc_take_round(&c->node);
+    st->seq = nc_take_round(n);
+    st->g = nc_take_frags(n, 1);
     st->root_nr = c->node_rank_of[a->root];
+    st->in_round = 0;
     if (c->rank == a->root) {
-        NC_AWAIT(st, nc_move_readers_done(op, &c->node));
+        NC_AWAIT(st, nc_move_readers_done(op, n));
         root_publishes(c, a, st->seq);
         for (st->i = 0; st->i < c->size; st->i++)
             if (st->i != a->root && nc_vec_len(a->move.recv_vec, st->i)) {
-                NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[st->i], st->seq, &st->pub));
-                root_takes(c, a, &st->pub, st->i);
+                NC_AWAIT(st, nc_small_published(op, c, c->node_rank_of[st->i], st->g, &st->small));
+                if (!st->small.data)
+                    NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[st->i], st->seq, &st->pub));
+                root_takes(c, a, st, st->i);
             }
-        nc_move_done(&c->node, st->seq);
-    } else if (a->move.send_bytes && nc_move_use_slot(c, a->move.send_bytes)) {
-        nc_move_offer_setup(&st->offer, st->seq, a->move.send, a->move.send_bytes, &st->root_nr, 1);
-        NC_AWAIT_STEP(st, nc_move_offer_progress(op, &st->offer));
-    } else if (a->move.send_bytes) {
-        NC_AWAIT(st, nc_move_readers_done(op, &c->node)); /* my flag line is rewritten below */
+        nc_move_done(n, st->seq);
+    } else if (nc_small_fits(c, a->move.send_bytes)) {
+        NC_AWAIT(st, nc_small_free(op, n, st->g, a->move.send_bytes));
+        nc_small_put(n, st->g, a->move.send, a->move.send_bytes);
+    } else {
+        NC_AWAIT(st, nc_small_free(op, n, st->g, 0));
+        NC_AWAIT(st, nc_move_readers_done(op, n)); /* my flag line is rewritten below */
         NC_AWAIT(st, nc_move_published(op, c, st->root_nr, st->seq, &st->pub));
-        if (st->pub.base) {
-            push_block(c, st, a->move.send, a->move.send_bytes);
-        } else { /* the root's receive buffer cannot be written into: it reads my block itself */
-            nc_move_offer_setup(&st->offer, st->seq, a->move.send, a->move.send_bytes, &st->root_nr, 1);
-            NC_AWAIT_STEP(st, nc_move_offer_progress(op, &st->offer));
-        }
+        if (st->pub.base) push_block(c, st, a->move.send, a->move.send_bytes);
+        else offer_block(c, st, a->move.send, a->move.send_bytes);
+        nc_small_put_in_round(n, st->g);
     }
+    nc_small_done(n, st->g);
+    if (st->in_round) NC_AWAIT(st, nc_move_readers_done(op, n));
     NC_END(st);
 }
 

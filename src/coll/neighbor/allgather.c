@@ -14,6 +14,25 @@ static const void *block(const nc_args *a, int j, size_t *len)
     return a->move.send;
 }
 
+/* In my slots: my block, if a rank of my node other than me reads it. */
+static size_t slot_bytes(const nc_comm *c, const nc_args *a)
+{
+    const nc_neighbors *nb = c->neighbors;
+    for (int j = 0; a->move.send_bytes && j < nb->outdegree; j++)
+        if (nb->out[j] != c->rank && nc_neighbor_local(c, nb->out[j])) return a->move.send_bytes;
+    return 0;
+}
+
+static void fill_slot(nc_comm *c, const nc_args *a, char *slot)
+{
+    if (slot_bytes(c, a)) memcpy(slot, a->move.send, a->move.send_bytes);
+}
+
+static nc_pub slot_pub(const nc_small *s, int peer)
+{
+    return (nc_pub){peer, 1, NULL, s->bytes, (const nc_span *)(const void *)s->data};
+}
+
 static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks)
 {
     nc_node *n = &c->node;
@@ -31,14 +50,14 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
     return !in_slot && nreaders;
 }
 
-static void read_edge(nc_comm *c, const nc_args *a, int k)
+static void read_edge(nc_comm *c, const nc_args *a, const nc_pub *pub, int k)
 {
     const nc_vec *recv = a->move.recv_vec;
-    nc_pub p = nc_move_pub(c, c->node_rank_of[c->neighbors->in[k]]);
+    nc_pub p = *pub;
     nc_neighbor_read_block(c, &p, p.in_slot, 0, recv, k, nc_fit(c, p.bytes, nc_vec_len(recv, k)));
 }
 
-static const nc_neighbor_kind allgather = {publish, read_edge, block};
+static const nc_neighbor_kind allgather = {slot_bytes, fill_slot, publish, slot_pub, read_edge, block};
 
 static nc_step progress(nc_op *op, void *state) { return nc_neighbor_progress(op, state, &allgather); }
 

@@ -17,6 +17,54 @@ static const void *block(const nc_args *a, int j, size_t *len)
     return nc_vec_at(a->move.send_vec, j);
 }
 
+/* Whether out-edge j's block is read by a rank of my node other than me. */
+static int read_on_node(const nc_comm *c, const nc_args *a, int j)
+{
+    int r = c->neighbors->out[j];
+    return nc_vec_len(a->move.send_vec, j) && r != c->rank && nc_neighbor_local(c, r);
+}
+
+/* In my slots: my out-degree (the table's entries), the edge table, then every block a
+ * reader on my node takes; offsets from the table's start, as in the move area. */
+#define NC_SLOT_DEGREE_BYTES 16
+static size_t table_bytes(const nc_comm *c)
+{
+    return nc_carved(sizeof(nc_edge_span) * (size_t)c->neighbors->outdegree);
+}
+
+static size_t slot_bytes(const nc_comm *c, const nc_args *a)
+{
+    size_t total = NC_SLOT_DEGREE_BYTES + table_bytes(c);
+    for (int j = 0; j < c->neighbors->outdegree; j++)
+        total += read_on_node(c, a, j) ? nc_vec_len(a->move.send_vec, j) : 0;
+    return total;
+}
+
+static void fill_slot(nc_comm *c, const nc_args *a, char *slot)
+{
+    const nc_neighbors *nb = c->neighbors;
+    const nc_vec *send = a->move.send_vec;
+    uint64_t degree = (uint64_t)nb->outdegree;
+    memcpy(slot, &degree, sizeof degree);
+    char *base = slot + NC_SLOT_DEGREE_BYTES;
+    nc_edge_span *table = (nc_edge_span *)(void *)base;
+    size_t at = table_bytes(c);
+    for (int j = 0; j < nb->outdegree; j++) {
+        size_t len = nc_vec_len(send, j);
+        int in_slot = read_on_node(c, a, j);
+        table[j] = (nc_edge_span){in_slot ? at : 0, len, nb->out[j], (uint32_t)in_slot};
+        if (in_slot) memcpy(base + at, nc_vec_at(send, j), len);
+        at += in_slot ? len : 0;
+    }
+}
+
+static nc_pub slot_pub(const nc_small *s, int peer)
+{
+    uint64_t degree;
+    memcpy(&degree, s->data, sizeof degree);
+    return (nc_pub){peer, 1, NULL, degree, (const nc_span *)(const void *)(s->data + NC_SLOT_DEGREE_BYTES)};
+}
+
 static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks)
 {
     nc_node *n = &c->node;
@@ -55,18 +103,18 @@ static int find_match(const nc_comm *c, const nc_pub *p, int k)
     return NC_NO_EDGE; /* (an erroneous graph: nothing is sent to this edge) */
 }
 
-static void read_edge(nc_comm *c, const nc_args *a, int k)
+static void read_edge(nc_comm *c, const nc_args *a, const nc_pub *pub, int k)
 {
     nc_neighbors *nb = c->neighbors;
     const nc_vec *recv = a->move.recv_vec;
-    nc_pub p = nc_move_pub(c, c->node_rank_of[nb->in[k]]);
+    nc_pub p = *pub;
     if (nb->in_match[k] == -1) nb->in_match[k] = find_match(c, &p, k);
     if (nb->in_match[k] < 0 || (uint64_t)nb->in_match[k] >= p.bytes) return;
     nc_edge_span e = ((const nc_edge_span *)(const void *)p.table)[nb->in_match[k]];
     nc_neighbor_read_block(c, &p, (int)e.in_slot, e.off, recv, k, nc_fit(c, e.len, nc_vec_len(recv, k)));
 }
 
-static const nc_neighbor_kind alltoall = {publish, read_edge, block};
+static const nc_neighbor_kind alltoall = {slot_bytes, fill_slot, publish, slot_pub, read_edge, block};
 
 static nc_step progress(nc_op *op, void *state) { return nc_neighbor_progress(op, state, &alltoall); }
 

@@ -10,7 +10,7 @@ int nc_neighbor_applies(const nc_comm *c, const nc_args *a) { return c->neighbor
 void nc_neighbor_read_block(nc_comm *c, nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len)
 {
     if (in_slot) {
-        nc_vec_unpack(recv, k, nc_node_move_area(&c->node, p->rank) + off, len);
+        nc_vec_unpack(recv, k, (const char *)p->table + off, len);
         return;
     }
     p->in_slot = 0;
@@ -38,6 +38,16 @@ static void start(nc_comm *c, const nc_args *a, nc_neighbor_state *st)
         if (nb->in[k] >= 0 && !nc_neighbor_local(c, nb->in[k])) landing += nc_vec_len(recv, k);
     if (landing) st->landing = nc_move_scratch(c, NC_MOVE_DATA, landing);
     st->seq = nc_take_round(&c->node);
+    st->g = nc_take_frags(&c->node, 1);
+}
+
+/* Node rank `peer`'s publication of this call, if posted. */
+static int posted(nc_comm *c, const nc_neighbor_state *st, const nc_neighbor_kind *kind, int peer, nc_pub *p)
+{
+    nc_small s;
+    if (!nc_small_posted(c, peer, st->g, &s)) return 0;
+    *p = s.data ? kind->slot_pub(&s, peer) : nc_move_pub(c, peer);
+    return 1;
 }
 
 /* In-edges from myself: my own out-block that feeds each (nc_neighbors.in_match). */
@@ -53,7 +63,7 @@ static void copy_own(nc_comm *c, const nc_args *a, const nc_neighbor_kind *kind)
     }
 }
 
-/* Seed 001's bins: the in-edges from other ranks of my node with something to receive, those
+/* Balaji et al.'s bins: the in-edges from other ranks of my node with something to receive, those
  * of at most NODECOLL_NEIGHBOR_SMALL bytes first; how many. */
 static int bin(const nc_comm *c, const nc_args *a, int *edges)
 {
@@ -82,11 +92,12 @@ static int read_published(nc_comm *c, const nc_args *a, nc_neighbor_state *st, c
     st->progressed = 0;
     while (i < st->count) {
         int k = st->edges[i++];
-        if (!nc_move_has_published(c, c->node_rank_of[nb->in[k]], st->seq)) {
+        nc_pub p;
+        if (!posted(c, st, kind, c->node_rank_of[nb->in[k]], &p)) {
             st->edges[left++] = k;
             continue;
         }
-        kind->read(c, a, k);
+        kind->read(c, a, &p, k);
         st->progressed = 1;
         if (nc_vec_len(a->move.recv_vec, k) > limit) break;
     }
@@ -168,15 +179,26 @@ nc_step nc_neighbor_progress(nc_op *op, nc_neighbor_state *st, const nc_neighbor
         NC_AWAIT(st, nc_host_allowed(op));
         nc_op_fail(op, exchange_remote(c, st, &st->req));
     }
-    NC_AWAIT(st, nc_move_readers_done(op, &c->node));
-    st->awaits_readers = kind->publish(c, a, st->seq, st->readers);
+    st->payload = kind->slot_bytes(c, a);
+    st->awaits_readers = 0;
+    if (nc_small_fits(c, st->payload)) {
+        NC_AWAIT(st, nc_small_free(op, &c->node, st->g, st->payload));
+        kind->fill_slot(c, a, nc_small_take(&c->node, st->g, st->payload));
+        nc_small_post(&c->node, st->g, st->payload);
+    } else {
+        NC_AWAIT(st, nc_small_free(op, &c->node, st->g, 0));
+        NC_AWAIT(st, nc_move_readers_done(op, &c->node));
+        st->awaits_readers = kind->publish(c, a, st->seq, st->readers);
+        nc_small_put_in_round(&c->node, st->g);
+    }
     copy_own(c, a, kind);
     for (st->count = bin(c, a, st->edges); st->count > 0;) {
         st->count = read_published(c, a, st, kind);
         if (st->count && !st->progressed)
-            NC_AWAIT(st, nc_move_published(op, c, c->node_rank_of[c->neighbors->in[st->edges[0]]], st->seq, NULL));
+            NC_AWAIT(st, nc_small_published(op, c, c->node_rank_of[c->neighbors->in[st->edges[0]]], st->g, NULL));
     }
     nc_move_done(&c->node, st->seq);
+    nc_small_done(&c->node, st->g);
     if (st->nsends || st->nrecvs) {
         NC_AWAIT(st, remote_done(op, st));
         if (st->landing && !op->err) unpack_landed(c, a, st);

@@ -9,6 +9,7 @@
 
 #include "reduce.h"
 #include "../ledger.h"
+#include "../registry.h"
 #include "../watch.h"
 #include "../../core/fatal.h"
 
@@ -65,11 +66,12 @@ static const char *input_chunk(const cma_state *st, nc_comm *c, int q, size_t of
 /* Reduces my slice of everybody's input, `chunk` elements at a time, in rank order from the
  * highest down.  Only I touch this slice of anybody's buffers, so I may overwrite a peer's
  * input there (in place) right after reading it. */
-static void reduce_slice(const cma_state *st, nc_comm *c)
+static void reduce_slice(const cma_state *st, nc_comm *c, nc_coll_id coll)
 {
     nc_node *n = &c->node;
     const nc_reduce_call *call = &st->head.call;
-    size_t es = call->red->elem_size, chunk = (size_t)c->cfg.reduce_chunk / es;
+    size_t es = call->red->elem_size;
+    size_t chunk = (size_t)nc_registry_param(c, coll, call->count * es, NC_TUNE_CHUNK, c->cfg.reduce_chunk) / es;
     if (!chunk) chunk = 1;
     char *acc = nc_reduce_scratch(n, NC_SCRATCH_CHUNKS, 2 * chunk * es), *tmp = acc + chunk * es;
     for (size_t e = st->lo; e < st->hi; e += chunk) {
@@ -107,7 +109,7 @@ static nc_step progress(nc_op *op, void *state)
     st->aside = call->deliver == NC_DELIVER_OWN && call->send == call->recv && st->lo
                     ? nc_alloc_or_die((st->hi - st->lo) * call->red->elem_size)
                     : NULL;
-    reduce_slice(st, op->c);
+    reduce_slice(st, op->c, op->args->coll);
     /* Others read my input and write my result: neither may go away before they are done. */
     nc_consumed_through(n, st->g);
     NC_AWAIT(&st->head, nc_all_consumed(op, n, st->g + 1));
