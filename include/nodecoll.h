@@ -41,6 +41,8 @@ const char *nodecoll_mpi_library(void);
  *             "hier" for calls spanning several nodes), or a fallback reason
  *             ("pmpi:intercomm", "pmpi:size1", "pmpi:disabled", "pmpi:args",
  *             "pmpi:no-shm", ...).  The full list is printed by nodecoll-info.
+ * collective "single_copy" counts instead the transfers of the single-copy algorithms by
+ * the way they took: "heap" (through a peer's shared heap, NODECOLL_HEAP) or "cma".
  *
  * Counters are per process, summed over communicators and threads.
  */

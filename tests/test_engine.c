@@ -68,7 +68,7 @@ static void make_comm(nc_comm *c, const node_world *w, int rank)
     n->wait = nc_wait_policy_make(1000, 10, 50, 1);
     n->slot_use = calloc((size_t)w->layout.nseg, sizeof *n->slot_use);
     n->cons_seen = calloc((size_t)w->size, sizeof *n->cons_seen);
-    n->pids = calloc((size_t)w->size, sizeof *n->pids);
+    n->peers = calloc((size_t)w->size, sizeof *n->peers);
 }
 
 /* Frees what make_comm allocated. */
@@ -76,7 +76,7 @@ static void free_comm(nc_comm *c)
 {
     free(c->node.slot_use);
     free(c->node.cons_seen);
-    free(c->node.pids);
+    free(c->node.peers);
 }
 
 /* One rank's communicator over a world of `size` ranks whose segment this thread alone uses

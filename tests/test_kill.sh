@@ -99,6 +99,9 @@ wait_job() {
   done
 }
 
+# Sockets of shared heaps (abstract namespace, core/heap.h): they go with their processes.
+heap_sockets() { grep -c '@nodecoll-heap-' /proc/net/unix || true; }
+
 leftovers() { # names in /dev/shm of segments created by this job's ranks
   local pid
   for pid in "${pids[@]}"; do
@@ -148,6 +151,7 @@ expect_death_found() { # victim "MPI_X (call N)" or ""
 
 case $scenario in
 kill-first | kill-last | abort)
+  sockets_before=$(heap_sockets)
   if [[ $scenario == abort ]]; then start_job abort; else start_job loop; fi
   wait_ready || { show_output; exit 1; }
   if [[ $scenario != abort ]]; then
@@ -168,6 +172,7 @@ kill-first | kill-last | abort)
     fail "the last rank never called MPI_Abort"
   left=$(leftovers)
   [[ -z $left ]] || fail "left in /dev/shm by the job:" $left
+  (($(heap_sockets) == sockets_before)) || fail "heap sockets: $sockets_before before the job, $(heap_sockets) after"
   ;;
 sweep)
   # A pid that certainly belongs to no process: one that just exited (and was not reused).

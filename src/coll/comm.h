@@ -114,7 +114,7 @@ typedef struct nc_comm {
     int *node_rank_of; /* comm rank -> rank within its node */
     int *node_members; /* comm ranks sorted by node, then by rank within the node */
     int *node_start;   /* node k's members are node_members[node_start[k] .. node_start[k+1]) */
-    int cma_everywhere; /* single-copy works on every node of the communicator */
+    int single_copy_everywhere; /* CMA or shared heaps on every node of the communicator */
     nc_config cfg;     /* comm rank 0's settings, adopted by every rank */
     nc_neighbors *neighbors; /* its virtual topology, or NULL (none: the host judges neighbour calls) */
     nc_tune_rules *tune; /* comm rank 0's tuning rules for this node's size (NODECOLL_TUNE_FILE), or NULL */

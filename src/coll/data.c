@@ -56,9 +56,15 @@ static char *bounce_of(nc_data *l, size_t len)
     return l->bounce;
 }
 
-int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t len)
+int nc_data_read(nc_data *l, const nc_peer *peer, const char *remote, size_t off, size_t len)
 {
-    if (nc_data_is_bytes(l)) return nc_par_cma(0, pid, (void *)(uintptr_t)remote, l->base + off, len);
+    if (nc_data_is_bytes(l)) return nc_par_single_copy(0, peer, (void *)(uintptr_t)remote, l->base + off, len);
+    const char *mapped = nc_peer_mapped(peer, remote, len);
+    if (mapped) {
+        nc_peer_counted(1, len);
+        nc_data_unpack(l, off, mapped, len);
+        return 0;
+    }
     nc_dt_cursor *c = cursor_at(l, off);
     struct iovec iov[NC_CMA_IOV_MAX];
     for (size_t done = 0; done < len;) {
@@ -67,11 +73,11 @@ int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t l
         int err;
         if (next.dense) {
             n = nc_dt_iov(c, iov, NC_CMA_IOV_MAX, next.bytes, &niov);
-            err = nc_cma_readv(pid, remote + done, iov, niov, n);
+            err = nc_peer_readv(peer, remote + done, iov, niov, n);
         } else { /* read a cache-sized piece, then unpack it while it is still in cache */
             n = len - done < NC_DATA_BOUNCE ? len - done : NC_DATA_BOUNCE;
             char *bounce = bounce_of(l, n);
-            err = nc_cma_read(pid, remote + done, bounce, n);
+            err = nc_peer_read(peer, remote + done, bounce, n);
             if (!err) nc_dt_unpack(c, bounce, n);
         }
         if (err) return err;

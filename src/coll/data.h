@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "../core/dtype.h"
+#include "../core/single_copy.h"
 
 typedef struct nc_data {
     char *base;
@@ -36,9 +37,10 @@ static inline int nc_data_is_bytes(const nc_data *l) { return l->type == NULL; }
 /* Packed bytes [off, off+len) of the layout to `dst` / from `src` into the layout. */
 void nc_data_pack(nc_data *l, size_t off, void *dst, size_t len);
 void nc_data_unpack(nc_data *l, size_t off, const void *src, size_t len);
-/* Single-copy read of `len` contiguous bytes at `remote` in process pid into packed bytes
- * [off, off+len): dense stretches go to the runs directly (the look-ahead decides, Balaji et al.
- * section 4.1), sparse ones through the bounce buffer.  0 or an errno. */
-int nc_data_read(nc_data *l, pid_t pid, const char *remote, size_t off, size_t len);
+/* Single-copy read of `len` contiguous bytes at `remote` in the peer into packed bytes
+ * [off, off+len): from its heap, unpacked straight from the mapping; else dense stretches go
+ * to the runs directly (the look-ahead decides, Balaji et al. section 4.1), sparse ones
+ * through the bounce buffer.  0 or an errno. */
+int nc_data_read(nc_data *l, const nc_peer *peer, const char *remote, size_t off, size_t len);
 
 #endif

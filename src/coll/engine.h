@@ -40,6 +40,9 @@ typedef struct nc_waiting {
 typedef struct nc_args {
     nc_coll_id coll;
     int root; /* comm rank; -1 for unrooted collectives */
+    int heap_agreed; /* a node step's: the buffers its single-copy algorithm reaches lie in the
+                      * ranks' shared heaps, as every rank of the node knows (a node without
+                      * CMA then still runs single copy: nc_single_copy) */
     union {
         struct { nc_data *data; size_t bytes; } bcast; /* the root's data, or where it goes */
         struct { /* Reduce, Allreduce (root -1), Reduce_scatter(_block), Scan, Exscan */
@@ -64,6 +67,12 @@ typedef struct nc_args {
 } nc_args;
 
 typedef struct nc_op nc_op;
+
+/* Whether a single-copy node algorithm reaches every buffer of the call: CMA works on the node,
+ * or the call's buffers are in the shared heaps (core/heap.h). */
+static inline int nc_single_copy(const nc_comm *c, const nc_args *a) { return c->node.cma || a->heap_agreed; }
+/* A node of shared heaps without CMA: single copy only where the heaps hold the buffers. */
+static inline int nc_heap_only(const nc_comm *c) { return !c->node.cma && c->node.heap; }
 
 /* An algorithm's functions get the operation and a state of its own: op->state when it runs
  * a call, or a part of another algorithm's state when that one runs it as a step (a node's

@@ -8,7 +8,7 @@
 
 #include "../core/fatal.h"
 
-int nc_move_anywhere(const nc_comm *c, const nc_args *a) { return c->cma_everywhere; }
+int nc_move_anywhere(const nc_comm *c, const nc_args *a) { return c->single_copy_everywhere; }
 
 int nc_move_on_one_node(const nc_comm *c, const nc_args *a) { return nc_move_anywhere(c, a) && !nc_comm_multinode(c); }
 

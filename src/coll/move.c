@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/cma.h"
+#include "heap_only.h"
 #include "watch.h"
 #include "../core/fatal.h"
 #include "steps.h"
@@ -52,6 +52,11 @@ nc_span *nc_move_area(nc_comm *c, char **slot)
     return (nc_span *)area;
 }
 
+const char *nc_move_reachable(nc_comm *c, const void *base, size_t extent)
+{
+    return nc_stage_reachable(&c->node, NC_STAGE_MOVE, base, extent);
+}
+
 void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes)
 {
     nc_flag *f = &nc_node_ctl(n, n->rank)->move_pub;
@@ -89,14 +94,16 @@ void nc_move_read(nc_comm *c, const nc_pub *p, uint64_t off, void *dst, size_t l
     if (p->in_slot) memcpy(dst, src, len); /* small: not worth a thread team */
     else if (src) nc_par_copy(dst, src, len);
     else /* a large read: the caller's thread team, if any, shares it */
-        check_single_copy(c, p, "read from", nc_par_cma(0, c->node.pids[p->rank], (void *)(p->base + off), dst, len));
+        check_single_copy(c, p, "read from",
+                          nc_par_single_copy(0, &c->node.peers[p->rank], (void *)(p->base + off), dst, len));
 }
 
 void nc_move_write(nc_comm *c, const nc_pub *p, uint64_t off, const void *src, size_t len)
 {
     nc_node *n = &c->node;
     if (!len) return;
-    check_single_copy(c, p, "write to", nc_par_cma(1, n->pids[p->rank], (void *)(p->base + off), (void *)src, len));
+    check_single_copy(c, p, "write to",
+                      nc_par_single_copy(1, &n->peers[p->rank], (void *)(p->base + off), (void *)src, len));
 }
 
 
@@ -110,7 +117,7 @@ void nc_move_read_data(nc_comm *c, const nc_pub *p, uint64_t off, nc_data *d, si
     const char *src = local_bytes(c, p, off);
     if (src) nc_data_unpack(d, 0, src, len);
     else /* dense runs are read in place, sparse ones through a bounce buffer */
-        check_single_copy(c, p, "read from", nc_data_read(d, c->node.pids[p->rank], p->base + off, 0, len));
+        check_single_copy(c, p, "read from", nc_data_read(d, &c->node.peers[p->rank], p->base + off, 0, len));
     nc_data_release(d); /* the bounce buffer: blocks are read one after another */
 }
 
@@ -293,7 +300,7 @@ int nc_move_put(nc_comm *c, uint64_t seq, char *slot, const void *data, size_t b
 {
     int in_slot = !data || nc_move_use_slot(c, bytes);
     if (data && in_slot && bytes) memcpy(slot, data, bytes);
-    nc_move_publish(&c->node, seq, data, in_slot, bytes);
+    nc_move_publish(&c->node, seq, in_slot ? data : nc_move_reachable(c, data, bytes), in_slot, bytes);
     return in_slot;
 }
 
@@ -302,7 +309,7 @@ int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int roo
     nc_node *n = &c->node;
     char *slot;
     nc_span *table = nc_move_area(c, &slot);
-    size_t total = 0, at = 0;
+    size_t total = 0, at = 0, end = 0;
     for (int i = 0; i < c->size; i++) total += i == root ? 0 : nc_vec_len(send, i);
     int in_slot = nc_move_use_slot(c, total), nreaders = 0;
     for (int i = 0; i < c->size; i++) {
@@ -311,10 +318,11 @@ int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int roo
         table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
         if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
         at += len;
+        if (len && table[i].off + len > end) end = table[i].off + len;
         int local = c->node_of[i] == c->node_of[root], serves = every_span && c->node_rank_of[i] == 0;
         if (i != root && local && (len || serves)) n->move_readers[nreaders++] = c->node_rank_of[i];
     }
-    nc_move_publish(n, seq, send->base, in_slot, total);
+    nc_move_publish(n, seq, in_slot ? send->base : nc_move_reachable(c, send->base, end), in_slot, total);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return in_slot;
 }

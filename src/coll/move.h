@@ -75,6 +75,10 @@ static inline int nc_move_readers_done(nc_op *op, nc_node *n)
 }
 /* My span table and (via slot) my slot payload area, once nc_move_readers_done. */
 nc_span *nc_move_area(nc_comm *c, char **slot);
+/* What I publish for direct reads of [base, base + extent): base itself when my node's peers
+ * reach it with single copy, else (a node without CMA, a buffer outside my shared heap) a
+ * copy in my heap, which stays mine until my next publication (heap_only.h). */
+const char *nc_move_reachable(nc_comm *c, const void *base, size_t extent);
 /* Announces round `seq`: `base` is the buffer the spans refer to (ignored when in_slot). */
 void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes);
 /* Records who reads my publication of round `seq` (node ranks): slot data must outlive

@@ -12,9 +12,10 @@
  * algorithm of a step (the node Bcast inside a call). */
 const nc_algorithm *nc_registry_choose(const nc_comm *c, const nc_args *a, size_t bytes, int level);
 
-/* What a call's algorithms' `applies` read of it besides its collective and size: nothing
- * for Barrier, Bcast and the data-movement family (whose rows read only the communicator);
- * for the reductions whether it has a root and whether its op commutes. */
+/* What a call's algorithms' `applies` read of it besides its collective and size: whether a
+ * node step's buffers are agreed to be in the shared heaps; nothing else for Barrier, Bcast
+ * and the data-movement family (whose rows read only the communicator); for the reductions
+ * whether it has a root and whether its op commutes. */
 static inline int nc_registry_key(const nc_args *a)
 {
     switch (a->coll) {
@@ -23,8 +24,8 @@ static inline int nc_registry_key(const nc_args *a)
     case NC_COLL_REDUCE_SCATTER:
     case NC_COLL_REDUCE_SCATTER_BLOCK:
     case NC_COLL_SCAN:
-    case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1;
-    default: return 0;
+    case NC_COLL_EXSCAN: return (a->root < 0) | !!a->reduce.red->commutative << 1 | a->heap_agreed << 2;
+    default: return a->heap_agreed;
     }
 }
 

@@ -24,6 +24,7 @@
  * in full and keeps what fits: a truncation, as the host reports). */
 typedef struct nc_node_bcast_step {
     int pc;
+    int root_in_heap; /* (announced) the root's buffer lies in its shared heap */
     nc_data *data;
     nc_data plain; /* `data` when set up with a plain buffer */
     size_t my_bytes, bytes;

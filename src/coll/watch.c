@@ -120,12 +120,14 @@ _Noreturn void nc_single_copy_failed(nc_comm *c, int peer, const char *what, int
                 owner, why, c->rank, pid_of(&c->node, c->node.rank), what, call);
         c->watch.abort_job();
     }
+    if (err == NC_NO_SINGLE_COPY)
+        nc_fatal("single-copy %s node rank %d: the buffer is outside its shared heap and CMA is off", what, peer);
     nc_fatal("single-copy %s node rank %d failed (errno %d) after a successful probe", what, peer, err);
 }
 
-void nc_node_cma_or_die(nc_comm *c, int peer, char *remote, char *local, size_t len, int write)
+void nc_node_single_copy_or_die(nc_comm *c, int peer, char *remote, char *local, size_t len, int write)
 {
-    int err = nc_par_cma(write, c->node.pids[peer], remote, local, len);
+    int err = nc_par_single_copy(write, &c->node.peers[peer], remote, local, len);
     if (err) nc_single_copy_failed(c, peer, write ? "write to" : "read from", err);
 }
 

@@ -28,6 +28,6 @@ void nc_watch_stop(nc_comm *c);
 _Noreturn void nc_single_copy_failed(nc_comm *c, int peer, const char *what, int err);
 /* Single-copy transfer with node rank `peer` (it passed the setup probe); a failure now
  * aborts, as the other ranks are already committed to the algorithm: nc_single_copy_failed. */
-void nc_node_cma_or_die(nc_comm *c, int peer, char *remote, char *local, size_t len, int write);
+void nc_node_single_copy_or_die(nc_comm *c, int peer, char *remote, char *local, size_t len, int write);
 
 #endif

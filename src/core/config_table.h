@@ -129,6 +129,19 @@
     "Percentile (of node volumes, smallest first) the largest volume is compared with by the outlier ratio.") \
   X(cma,                 ENUM, 0,        0, 1,        "auto|off", \
     "Single-copy reads between ranks with process_vm_readv: auto probes at setup, off never uses them.") \
+  X(heap,                ENUM, 0,        0, 2,        "off|alloc_mem|on", \
+    "The shared heap: large blocks of memory the node's other ranks map, so that collectives on them copy " \
+    "between the ranks' buffers with plain loads and stores (no CMA, no system call per transfer; also where " \
+    "CMA is forbidden).  alloc_mem: blocks from MPI_Alloc_mem of NODECOLL_HEAP_MIN bytes or more; on: also " \
+    "malloc and its kin, with libnodecoll-heap.so preloaded (README, \"The shared heap\").") \
+  X(heap_min,            SIZE, 131072,   4096, 1099511627776, NULL, \
+    "Allocations of this many bytes or more come from the shared heap; smaller ones stay with the C library.") \
+  X(heap_size,           SIZE, 68719476736, 1048576, 70368744177664, NULL, \
+    "Address space of each process's shared heap (pages are used only as blocks need them); an allocation " \
+    "that no longer fits goes to the C library.  Every other rank of the node maps it too.") \
+  X(heap_retain,         SIZE, 67108864, 0, 1099511627776, NULL, \
+    "Bytes of freed shared-heap blocks kept backed for reuse (no page faults when a buffer of the same size " \
+    "comes back); beyond this the pages go back to the system at once.") \
   X(shm_cap,             SIZE, 536870912, 0, 1099511627776, NULL, \
     "Most shared memory this process maps for nodecoll segments; a communicator that would exceed it uses the host MPI.") \
   X(team_part_min,       SIZE, 262144,   4096, 1099511627776, NULL, \

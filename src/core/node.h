@@ -9,6 +9,7 @@
 
 #include "hier.h"
 #include "segment.h"
+#include "single_copy.h"
 #include "tree.h"
 #include "wait.h"
 
@@ -19,6 +20,9 @@ typedef struct nc_slot_use {
     nc_tree_pos tree;  /* my place in the Bcast tree they read through: my children */
     int any_reader;    /* or any rank of the node may have read it (reductions) */
 } nc_slot_use;
+
+/* What a staging copy in the shared heap holds (coll/heap_only.h). */
+typedef enum { NC_STAGE_BCAST, NC_STAGE_MOVE, NC_STAGE_KINDS } nc_stage_kind;
 
 /* The last trees this rank took its place in (nc_node_tree). */
 #define NC_TREE_CACHE 4
@@ -34,9 +38,10 @@ typedef struct nc_node {
     nc_layout layout;
     nc_wait_policy wait;
     int cma;            /* single-copy reads work between all ranks of this node */
+    int heap;           /* every rank has a shared heap and maps every other's (core/heap.h) */
     nc_hier *hier;      /* the groups the trees follow (NODECOLL_TOPO_LEVELS); NULL: flat */
     nc_tree_cache trees; /* (every call plans its tree; the same few trees come back) */
-    pid_t *pids;        /* per node rank, for single-copy reads */
+    nc_peer *peers;     /* per node rank, for single-copy transfers */
     uint64_t sync_seq;  /* barriers and fan-in/fan-out signals */
     uint64_t frag;      /* pipeline fragments, summed over all calls */
     nc_slot_use *slot_use;                 /* per ring segment */
@@ -61,7 +66,17 @@ typedef struct nc_node {
      * [0] tables, [1] data. */
     char *move_scratch[2];
     size_t move_scratch_bytes[2];
+    /* Copies in my shared heap of what peers must reach on a node without CMA (coll/heap_only.h),
+     * kept between calls: per kind. */
+    char *stage[NC_STAGE_KINDS];
+    size_t stage_bytes[NC_STAGE_KINDS];
 } nc_node;
+
+/* Whether the node's other ranks (if any) reach my [p, p + len) with single copy. */
+static inline int nc_node_reachable(const nc_node *n, const void *p, size_t len)
+{
+    return n->size == 1 || n->cma || (n->heap && nc_heap_holds(p, len));
+}
 
 /* My place in the tree of groups h (NULL: flat), root, radix and shape: the one computed for
  * the last calls if it is among them. */

@@ -61,6 +61,8 @@ typedef struct nc_rank_info {
     uint64_t probe_addr; /* a word of my memory and its value: the single-copy test */
     uint64_t probe_word;
     nc_topo_loc loc;     /* where I sit on the node's topology (NODECOLL_TOPO_LEVELS) */
+    uint64_t heap_id;    /* my shared heap (core/heap.h), 0: none */
+    uint64_t heap_link;  /* my socket for peers' heaps, 0: none */
 } nc_rank_info;
 
 static inline void nc_rank_info_publish(nc_rank_ctl *ctl, const nc_rank_info *info)

@@ -15,7 +15,10 @@
     X(ALLGATHERV, "allgatherv") X(ALLTOALL, "alltoall") X(ALLTOALLV, "alltoallv")          \
     X(ALLTOALLW, "alltoallw") X(NEIGHBOR_ALLGATHER, "neighbor_allgather")                  \
     X(NEIGHBOR_ALLGATHERV, "neighbor_allgatherv") X(NEIGHBOR_ALLTOALL, "neighbor_alltoall")  \
-    X(NEIGHBOR_ALLTOALLV, "neighbor_alltoallv") X(NEIGHBOR_ALLTOALLW, "neighbor_alltoallw")
+    X(NEIGHBOR_ALLTOALLV, "neighbor_alltoallv") X(NEIGHBOR_ALLTOALLW, "neighbor_alltoallw")  \
+    X(SINGLE_COPY, "single_copy")
+/* (single_copy is no collective: it counts the transfers of the single-copy algorithms by the
+ * way they took, heap or cma, core/single_copy.h) */
 
 /* Node-level algorithms, inter-node steps, staging, and every reason to use the host MPI. */
 #define NC_ALGORITHMS(X)                                                                   \
@@ -23,7 +26,7 @@
     X(CMA, "cma") X(CHAIN, "chain") X(RECURSIVE_DOUBLING, "recursive-doubling") X(ORDERED, "ordered") X(BRIDGE, "bridge") X(RING, "ring") X(PACKED, "packed") X(TYPED, "typed") X(PMPI_DISABLED, "pmpi:disabled") \
     X(PMPI_ARGS, "pmpi:args") X(PMPI_TYPE, "pmpi:type") X(PMPI_NO_CMA, "pmpi:no-cma") X(PMPI_INTERCOMM, "pmpi:intercomm") X(PMPI_SIZE1, "pmpi:size1") \
     X(PMPI_NO_SHM, "pmpi:no-shm") X(PMPI_NOT_SET_UP, "pmpi:not-set-up") X(PMPI_FINALIZED, "pmpi:finalized") \
-    X(NODE_SHARED, "node-shared") X(HIERARCHY, "hierarchy")
+    X(NODE_SHARED, "node-shared") X(HIERARCHY, "hierarchy") X(HEAP, "heap")
 
 typedef enum {
 #define NC_ENUM_COLL(id, name) NC_COLL_##id,

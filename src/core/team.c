@@ -4,8 +4,6 @@
 
 #include <string.h>
 
-#include "cma.h"
-
 static NC_HOT_TLS nc_team *leading;
 
 void nc_team_init(nc_team *t, int threads, size_t part_min, nc_wait_policy wait)
@@ -35,8 +33,8 @@ static void run_share(nc_team *t, const nc_job *j, int i)
     int err = 0;
     switch (j->kind) {
     case NC_JOB_COPY: memcpy(j->dst + first, j->src + first, len); break;
-    case NC_JOB_CMA_READ: err = nc_cma_read(j->pid, j->src + first, j->dst + first, len); break;
-    case NC_JOB_CMA_WRITE: err = nc_cma_write(j->pid, j->dst + first, j->src + first, len); break;
+    case NC_JOB_PEER_READ: err = nc_peer_read(j->peer, j->src + first, j->dst + first, len); break;
+    case NC_JOB_PEER_WRITE: err = nc_peer_write(j->peer, j->dst + first, j->src + first, len); break;
     case NC_JOB_REDUCE: j->op.fn(j->src + first, j->dst + first, len / j->grain, j->op.ctx); break;
     case NC_JOB_EACH:
         for (size_t k = first; k < first + len; k++) j->each(j->ctx, k);
@@ -123,10 +121,16 @@ void nc_par_copy(void *dst, const void *src, size_t bytes)
     run_job((nc_job){.kind = NC_JOB_COPY, .dst = dst, .src = src, .bytes = bytes, .grain = 64}, bytes);
 }
 
-int nc_par_cma(int write, pid_t pid, void *remote, void *local, size_t bytes)
+int nc_par_single_copy(int write, const nc_peer *peer, void *remote, void *local, size_t bytes)
 {
-    if (!leading) return write ? nc_cma_write(pid, remote, local, bytes) : nc_cma_read(pid, remote, local, bytes);
-    nc_job j = {.kind = write ? NC_JOB_CMA_WRITE : NC_JOB_CMA_READ, .pid = pid, .bytes = bytes, .grain = 4096,
+    char *mapped = nc_peer_mapped(peer, remote, bytes);
+    if (mapped) { /* the peer's heap: a copy like any other */
+        nc_peer_counted(1, bytes);
+        nc_par_copy(write ? mapped : local, write ? local : mapped, bytes);
+        return 0;
+    }
+    if (!leading) return write ? nc_peer_write(peer, remote, local, bytes) : nc_peer_read(peer, remote, local, bytes);
+    nc_job j = {.kind = write ? NC_JOB_PEER_WRITE : NC_JOB_PEER_READ, .peer = peer, .bytes = bytes, .grain = 4096,
                 .dst = write ? remote : local, .src = write ? local : remote};
     return run_job(j, bytes);
 }

@@ -2,7 +2,7 @@
  * rank runs a collective, the other threads of its team wait here and take shares of the
  * large copies, single-copy reads and reductions the algorithm makes.
  *
- * The algorithms do not know about teams: they call nc_par_copy / nc_par_cma / nc_par_reduce,
+ * The algorithms do not know about teams: they call nc_par_copy / nc_par_single_copy / nc_par_reduce,
  * which split the work when the calling thread leads a team (a thread-local set for the
  * duration of the call) and the piece is large enough, and otherwise do it inline. */
 #ifndef NC_TEAM_H
@@ -12,11 +12,12 @@
 #include <sys/types.h>
 
 #include "ops.h"
+#include "single_copy.h"
 #include "wait.h"
 
 #define NC_TEAM_MAX 64
 
-typedef enum { NC_JOB_COPY, NC_JOB_CMA_READ, NC_JOB_CMA_WRITE, NC_JOB_REDUCE, NC_JOB_EACH, NC_JOB_EXIT } nc_job_kind;
+typedef enum { NC_JOB_COPY, NC_JOB_PEER_READ, NC_JOB_PEER_WRITE, NC_JOB_REDUCE, NC_JOB_EACH, NC_JOB_EXIT } nc_job_kind;
 
 typedef struct nc_job {
     nc_job_kind kind;
@@ -25,7 +26,7 @@ typedef struct nc_job {
     const char *src;
     size_t bytes;        /* total; shares are cut on `grain` boundaries */
     size_t grain;        /* element size for reductions, 64 (a cache line) otherwise */
-    pid_t pid;           /* peer of a single-copy job */
+    const nc_peer *peer; /* of a single-copy job */
     nc_reduction op;
     void (*each)(void *ctx, size_t item); /* NC_JOB_EACH: `bytes` items, grain 1 */
     void *ctx;
@@ -52,9 +53,9 @@ void nc_team_stop(nc_team *t, int result);
 /* Helper side: works on the leader's jobs until it stops; returns its result. */
 int nc_team_serve(nc_team *t, int thread);
 
-/* The parallel primitives.  The cma ones return 0 or the first errno. */
+/* The parallel primitives.  The single-copy one returns 0 or the first errno. */
 void nc_par_copy(void *dst, const void *src, size_t bytes);
-int nc_par_cma(int write, pid_t pid, void *remote, void *local, size_t bytes);
+int nc_par_single_copy(int write, const nc_peer *peer, void *remote, void *local, size_t bytes);
 void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t count);
 /* fn(ctx, 0 .. items-1), the items divided into consecutive groups among the team's threads
  * (Luo et al.'s "Group": each thread serves its own peers); `bytes` is the work they move. */

@@ -18,6 +18,7 @@
 #include "../core/fatal.h"
 #include "../core/segment.h"
 #include "../coll/engine.h"
+#include "../coll/heap_only.h"
 #include "../coll/move.h"
 #include "../coll/watch.h"
 #include <sys/mman.h>
@@ -218,10 +219,9 @@ static int probe_single_copy(nc_node *n)
     uint64_t got;
     for (int r = 0; r < n->size; r++) {
         nc_rank_info peer = nc_rank_info_read(nc_node_ctl(n, r));
-        pid_t pid = (pid_t)peer.proc.pid;
-        n->pids[r] = pid;
         if (r == n->rank) continue;
-        if (nc_cma_read(pid, (const void *)(uintptr_t)peer.probe_addr, &got, sizeof got) || got != peer.probe_word)
+        if (nc_cma_read(n->peers[r].pid, (const void *)(uintptr_t)peer.probe_addr, &got, sizeof got) ||
+            got != peer.probe_word)
             return 0;
     }
     return 1;
@@ -231,11 +231,11 @@ static void alloc_node_state(nc_comm *c, int oversubscribed)
 {
     nc_node *n = &c->node;
     n->wait = nc_wait_policy_make(c->cfg.wait_spin, c->cfg.wait_yields, c->cfg.wait_sleep_us, oversubscribed);
-    n->pids = calloc((size_t)n->size, sizeof *n->pids);
+    n->peers = calloc((size_t)n->size, sizeof *n->peers);
     n->slot_use = calloc((size_t)n->layout.nseg, sizeof *n->slot_use);
     n->cons_seen = calloc((size_t)n->size, sizeof *n->cons_seen);
     n->move_readers = calloc((size_t)n->size, sizeof *n->move_readers);
-    if (!n->pids || !n->slot_use || !n->cons_seen || !n->move_readers) nc_fatal("out of memory for node state");
+    if (!n->peers || !n->slot_use || !n->cons_seen || !n->move_readers) nc_fatal("out of memory for node state");
 }
 
 /* A node of one rank shares nothing, but the algorithms still publish to (and read from)
@@ -250,7 +250,7 @@ static int map_private_node(nc_mpi_comm *s)
     n->base = p;
     s->private_node = 1;
     alloc_node_state(c, 0);
-    n->pids[0] = getpid();
+    n->peers[0].pid = getpid();
     return 1;
 }
 
@@ -312,8 +312,9 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (fd >= 0) close(fd);
     if (ok) {
         pthread_once(&probe_once, set_probe_word);
-        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}};
+        nc_rank_info me = {nc_proc_self(), (uint64_t)(uintptr_t)&probe_word, probe_word, {{-1, -1, -1, -1}}, 0, 0};
         if (topo_levels(&c->cfg) && n->size > 2) me.loc = nc_topo_locate((int)c->cfg.topo_place, n->rank, n->size);
+        nc_mpi_heap_describe(c, &me);
         nc_rank_info_publish(nc_node_ctl(n, n->rank), &me);
     }
     ok = all_agree(ok, s->node_comm); /* also: everybody has mapped, the name can go */
@@ -321,6 +322,7 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
     if (!ok) return 0;
 
     alloc_node_state(c, oversubscribed);
+    for (int r = 0; r < n->size; r++) n->peers[r].pid = (pid_t)nc_rank_info_read(nc_node_ctl(n, r)).proc.pid;
     group_by_topology(s);
     n->wait.spinners = cores_per_rank;
     int cma_ok = 0;
@@ -329,6 +331,8 @@ static int map_segment(nc_mpi_comm *s, int oversubscribed, int cores_per_rank)
         cma_ok = probe_single_copy(n);
     }
     n->cma = all_agree(cma_ok, s->node_comm);
+    for (int r = 0; r < n->size; r++) n->peers[r].cma = n->cma;
+    nc_mpi_share_heaps(s);
     nc_watch_start(c, abort_job);
     return 1;
 }
@@ -488,10 +492,11 @@ static nc_alg_id setup(nc_mpi_comm *s, MPI_Comm comm)
      * algorithm: the whole communicator falls back together. */
     if (!all_agree(ok, comm)) return NC_ALG_PMPI_NO_SHM;
     /* A one-rank node reads from nobody: it never blocks single-copy collectives. */
-    c->cma_everywhere = all_agree(c->node.size == 1 || c->node.cma, comm);
-    char what[160];
-    snprintf(what, sizeof what, "accelerated (%s%d ranks on %ld usable cores: waits %s)",
-             c->node.cma ? "single-copy available; " : "", physical_size, cores,
+    c->single_copy_everywhere = all_agree(c->node.size == 1 || c->node.cma || c->node.heap, comm);
+    char what[200];
+    snprintf(what, sizeof what, "accelerated (%s%s%d ranks on %ld usable cores: waits %s)",
+             c->node.cma ? "single-copy available; " : "", c->node.heap ? "shared heaps mapped; " : "", physical_size,
+             cores,
              cores > 0 && physical_size > cores ? "yield at once" : "spin, then yield");
     say(&c->cfg, 2, comm, what);
     return NC_ALG_COUNT;
@@ -507,7 +512,9 @@ static void release_resources(nc_mpi_comm *s)
     if (s->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->node_comm);
     if (s->bridge_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->bridge_comm);
     if (s->private_comm != MPI_COMM_NULL) PMPI_Comm_free(&s->private_comm);
-    free(n->pids);
+    nc_mpi_drop_heaps(s);
+    nc_stage_release(n);
+    free(n->peers);
     free(n->slot_use);
     free(n->cons_seen);
     free(n->move_readers);
@@ -526,7 +533,7 @@ static void release_resources(nc_mpi_comm *s)
     free(s->coll.node_members);
     free(s->coll.node_start);
     nc_mpi_neighbor_lists_free(&s->coll);
-    n->pids = NULL;
+    n->peers = NULL;
     n->slot_use = NULL;
     n->cons_seen = NULL;
     n->move_readers = NULL;

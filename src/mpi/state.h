@@ -132,6 +132,13 @@ void nc_mpi_fallback(nc_coll_id coll, nc_alg_id reason);
 /* Reports an error of ours through comm's error handler, as the host MPI would. */
 int nc_mpi_raise(MPI_Comm comm, int err);
 
+/* The shared heap (heap.c), at setup: this process's heap and socket for its info line;
+ * then, once every rank of the node has published its line, the peers' heaps mapped (the
+ * node's `heap` says whether each rank maps every other's); dropped with the state. */
+void nc_mpi_heap_describe(const nc_comm *c, nc_rank_info *me);
+void nc_mpi_share_heaps(nc_mpi_comm *s);
+void nc_mpi_drop_heaps(nc_mpi_comm *s);
+
 /* Frees every communicator's state; called at MPI_Finalize. */
 void nc_mpi_release_all(void);
 /* A duplicate of MPI_COMM_SELF for nodecoll's own use (errors return); MPI_COMM_NULL if it

@@ -231,6 +231,10 @@ struct limits {
     size_t size[LIMIT_SIZES];
     /* memcpy GB/s: one core, and `copiers` cores at once (sum), data hot or cold */
     double hot1[LIMIT_SIZES], cold1[LIMIT_SIZES], hot_all[LIMIT_SIZES], cold_all[LIMIT_SIZES];
+    /* single-copy reads, GB/s: node rank 1 copying node rank 0's buffer (hot), with
+     * process_vm_readv (0: not permitted) and with loads from a mapping both share (the
+     * shared heap's way); 0 below READ_MIN */
+    double read_cma[LIMIT_SIZES], read_map[LIMIT_SIZES];
 };
 
 void limits_measure(struct limits *l, const struct options *o);
@@ -312,6 +316,7 @@ struct run_info {
     char settings[2048];     /* NODECOLL_*=value, space separated */
     int nranks;
     int oversubscribed;
+    int heap_buffers;        /* every rank's buffers come from nodecoll's shared heap */
     double seconds;
 };
 

@@ -6,6 +6,9 @@
  *     lowest value seen is the limit,
  *   - memcpy bandwidth per size on one core and on all usable cores at once, with the data
  *     in cache (hot) or not (cold),
+ *   - single-copy reads per size: node rank 1 copying node rank 0's buffer with
+ *     process_vm_readv (CMA) and with plain loads from a mapping both processes share (what
+ *     nodecoll's shared heap does),
  * and the lower bound they imply for each collective (docs/benchmark.md derives it).
  *
  * Only the node of world rank 0 measures.  Ranks beyond the core count sleep meanwhile, so
@@ -16,6 +19,9 @@
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +51,7 @@
  * two running cores (a few hundred), so a measured batch never yields. */
 #define SPIN_POLLS (1u << 16)
 #define SLOT_HOP 40503u /* visit cold slots out of order, away from the prefetcher */
+#define READ_MIN ((size_t)4096) /* smaller single-copy reads say nothing the round trip does not */
 
 enum { L_PING, L_PONG, L_STOP, L_ARRIVE, L_DONE, L_K, L_BATCHES, L_ELAPSED /* one line per copier */ };
 
@@ -328,6 +335,95 @@ static void round_trip(struct node_ctx *n, struct limits *l, int batch, int batc
     l->rtt_ns = l->rtt_probes > 1 ? dmin(l->rtt_ns, rtt) : rtt;
 }
 
+/* ---- single-copy reads ------------------------------------------------------------------- */
+
+/* How node rank 1 reads node rank 0's buffer `src` (at `remote` in process `pid`). */
+struct reader {
+    char *dst, *src;
+    const char *remote;
+    int pid;
+    int cma;
+};
+
+/* Seconds for k reads of s bytes; a negative time when CMA is not permitted. */
+static double read_run(const struct reader *r, size_t s, long k)
+{
+    double t0 = now_s();
+    for (long i = 0; i < k; i++) {
+        if (r->cma) {
+            struct iovec local = {r->dst, s}, remote = {(void *)(uintptr_t)r->remote, s};
+            if (process_vm_readv(r->pid, &local, 1, &remote, 1, 0) != (ssize_t)s) return -1;
+        } else {
+            memcpy(r->dst, r->src, s);
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    return now_s() - t0;
+}
+
+/* GB/s of the best batch (batches planned as for memcpy); 0 when the read is not permitted. */
+static double read_gbs(const struct reader *r, size_t s)
+{
+    if (read_run(r, s, 1) < 0) return 0;
+    double t = dmax(read_run(r, s, 4) / 4, 1e-9), best = INFINITY;
+    long k = (long)dmin(ceil_pos(COPY_TARGET_S / t), 1e6);
+    int batches = (int)dmax(COPY_BATCHES, dmin(COPY_BATCHES_MAX, COPY_SPEND_S / ((double)k * t)));
+    for (int b = 0; b < batches; b++) best = dmin(best, read_run(r, s, k));
+    return (double)s * (double)k / best * 1e-9;
+}
+
+/* Node rank 0's buffer, in shared memory of the kind the shared heap is made of (a tmpfs
+ * file's pages, like a memfd's: an MPI shared window may live in a file on disk, which
+ * read 2-3 times slower here under Open MPI); NULL if it cannot be made or mapped. */
+static char *shared_buffer(int owner_pid, size_t bytes, int create)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/nodecoll-bench-read.%d", owner_pid);
+    int fd = shm_open(name, create ? O_RDWR | O_CREAT | O_EXCL : O_RDONLY, 0600);
+    if (fd < 0) return NULL;
+    char *p = (!create || !ftruncate(fd, (off_t)bytes)) ?
+                  mmap(NULL, bytes, create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (!create) shm_unlink(name); /* (mapped by both now: the name can go) */
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Node ranks 0 and 1 of the main node: rank 0 fills its buffer and waits, rank 1 reads it
+ * both ways at every size and sends rank 0 the rates. */
+static void measure_reads(struct node_ctx *n, struct limits *l)
+{
+    size_t largest = l->size[l->nsizes - 1];
+    struct {
+        int pid;
+        uint64_t address;
+    } owner = {(int)getpid(), 0};
+    char *src = NULL;
+    if (n->rank == 0) {
+        src = shared_buffer(owner.pid, largest, 1);
+        if (src) memset(src, 7, largest);
+        owner.address = (uint64_t)(uintptr_t)src;
+        PMPI_Send(&owner, sizeof owner, MPI_BYTE, 1, 0, n->comm);
+        PMPI_Recv(l->read_cma, LIMIT_SIZES, MPI_DOUBLE, 1, 1, n->comm, MPI_STATUS_IGNORE);
+        PMPI_Recv(l->read_map, LIMIT_SIZES, MPI_DOUBLE, 1, 2, n->comm, MPI_STATUS_IGNORE);
+        if (src) munmap(src, largest);
+        return;
+    }
+    PMPI_Recv(&owner, sizeof owner, MPI_BYTE, 0, 0, n->comm, MPI_STATUS_IGNORE);
+    src = owner.address ? shared_buffer(owner.pid, largest, 0) : NULL;
+    struct reader r = {xalloc_touched(largest), src, (const char *)(uintptr_t)owner.address, owner.pid, 0};
+    for (int i = 0; src && i < l->nsizes; i++) {
+        if (l->size[i] < READ_MIN) continue;
+        r.cma = 1;
+        l->read_cma[i] = read_gbs(&r, l->size[i]);
+        r.cma = 0;
+        l->read_map[i] = read_gbs(&r, l->size[i]);
+    }
+    free(r.dst);
+    if (src) munmap(src, largest);
+    PMPI_Send(l->read_cma, LIMIT_SIZES, MPI_DOUBLE, 0, 1, n->comm);
+    PMPI_Send(l->read_map, LIMIT_SIZES, MPI_DOUBLE, 0, 2, n->comm);
+}
+
 /* Work of the copiers (node ranks below the core count) of the main node. */
 static void copier_main(struct node_ctx *n, struct limits *l)
 {
@@ -339,6 +435,7 @@ static void copier_main(struct node_ctx *n, struct limits *l)
         for (int cold = 0; cold < 2; cold++) measure_size(n, &c, l, i, cold);
     copier_free(&c);
     if (n->rank == 0) floor_limits(l);
+    if (n->copiers >= 2 && n->rank < 2) measure_reads(n, l);
 }
 
 /* The largest chunk one copier moves for any selected point, as a power of two. */

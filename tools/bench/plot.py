@@ -292,7 +292,7 @@ def size_table(runs, coll):
 
 def limits_table(runs):
     lines = ["| run | cache-line round trip | memcpy 1 core hot / cold | "
-             f"memcpy all cores hot / cold |", "|---|---|---|---|"]
+             f"memcpy all cores hot / cold | single-copy read CMA / shared mapping |", "|---|---|---|---|---|"]
     for run in runs:
         lim = run["limits"]
         rows = {m["bytes"]: m for m in lim["memcpy"]}
@@ -305,10 +305,12 @@ def limits_table(runs):
         one = "; ".join(f"{size_text(s)}: {at(s, 'hot_gbs')} / {at(s, 'cold_gbs')}" for s in probe)
         allc = "; ".join(f"{size_text(s)}: {at(s, 'hot_all_gbs')} / {at(s, 'cold_all_gbs')}"
                          for s in probe)
+        reads = "; ".join(f"{size_text(s)}: {at(s, 'read_cma_gbs')} / {at(s, 'read_map_gbs')}"
+                          for s in probe if rows[s].get("read_map_gbs"))
         rtt = "–" if lim["rtt_ns"] is None else f"{lim['rtt_ns']:.0f} ns"
         if lim.get("rtt_median_ns") and lim["rtt_median_ns"] > 1.2 * lim["rtt_ns"]:
             rtt += f" (median {lim['rtt_median_ns']:.0f} ns)"
-        lines.append(f"| {run['label']} | {rtt} | {one} | {allc} ({lim['copiers']} cores) |")
+        lines.append(f"| {run['label']} | {rtt} | {one} | {allc} ({lim['copiers']} cores) | {reads or '–'} |")
     return lines
 
 
@@ -377,7 +379,9 @@ def report(runs, colls, images, args):
               "in bytes (K, M: binary).", ""]
     lines += summary_table(runs, colls) + [""] + noise_note(runs)
     lines += ["## Physical limits (measured in each run)", "",
-              "memcpy in GB/s at 4 KiB; 1 MiB; 16 MiB. The round trip is the lowest of the "
+              "memcpy and single-copy reads (node rank 1 copying node rank 0's buffer: CMA, or "
+              "loads from a shared mapping as through the shared heap) in GB/s at 4 KiB; 1 MiB; "
+              "16 MiB. The round trip is the lowest of the "
               "measurements made at start-up and, when every rank has a core, after every "
               "point (their median in parentheses when it is higher by a fifth or more).",
               ""]

@@ -5,9 +5,12 @@
  */
 #include "bench.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
+
+#include "../../src/heap/nodecoll_heap.h"
 
 #define NOISY_SPREAD 1.3
 
@@ -99,6 +102,14 @@ static void nodecoll_settings(char *dst, size_t len)
     }
 }
 
+/* Whether this process's large blocks come from nodecoll's shared heap (libnodecoll-heap.so
+ * preloaded and NODECOLL_HEAP=on: the benchmark's buffers are then heap buffers). */
+static int heap_interposed(void)
+{
+    const nc_heap_api *api = dlsym(RTLD_DEFAULT, NC_HEAP_API_SYMBOL);
+    return api && api->version == NC_HEAP_API_VERSION && api->interposed();
+}
+
 void report_collect(struct run_info *ri, int argc, char **argv, const struct limits *l)
 {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -114,6 +125,8 @@ void report_collect(struct run_info *ri, int argc, char **argv, const struct lim
     nodecoll_settings(ri->settings, sizeof ri->settings);
     PMPI_Comm_size(MPI_COMM_WORLD, &ri->nranks);
     ri->oversubscribed = l->node_ranks > l->cores;
+    ri->heap_buffers = heap_interposed();
+    PMPI_Allreduce(MPI_IN_PLACE, &ri->heap_buffers, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 }
 
 /* ---- text ---------------------------------------------------------------------------------- */
@@ -128,11 +141,15 @@ static void print_limits(FILE *out, const struct limits *l)
         fprintf(out, "# cache-line round trip rank 0 <-> 1: %.0f ns (one way %.0f ns; %.0f ns on one shared line%s)\n",
                 l->rtt_ns, l->rtt_ns / 2, l->rtt_one_line_ns,
                 l->node_ranks > l->cores ? "" : "; measured again after every point, the lowest counts");
-    fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold\n", l->copiers);
+    fprintf(out, "# memcpy GB/s      1 core hot   cold   %d cores hot   cold | single-copy read GB/s: CMA  "
+                 "shared mapping (the shared heap's way)\n", l->copiers);
     for (int i = 0; i < l->nsizes; i++) {
+        char cma[16] = "-", map[16] = "-";
         format_bytes(sz, sizeof sz, l->size[i]);
-        fprintf(out, "#   %8s  %12.2f %7.2f %15.2f %7.2f\n", sz, l->hot1[i], l->cold1[i],
-                l->hot_all[i], l->cold_all[i]);
+        if (l->read_map[i] > 0) snprintf(map, sizeof map, "%.2f", l->read_map[i]);
+        if (l->read_map[i] > 0) snprintf(cma, sizeof cma, l->read_cma[i] > 0 ? "%.2f" : "n/a", l->read_cma[i]);
+        fprintf(out, "#   %8s  %12.2f %7.2f %15.2f %7.2f | %26s %7s\n", sz, l->hot1[i], l->cold1[i], l->hot_all[i],
+                l->cold_all[i], cma, map);
     }
 }
 
@@ -160,7 +177,8 @@ void report_header(FILE *out, const struct run_info *ri, const struct limits *l,
     fprintf(out, "# CPU: %s, %d cores, LLC %zu KiB; %d ranks on %d node(s)%s\n", ri->cpu,
             l->cores, l->llc >> 10, ri->nranks, l->nodes,
             ri->oversubscribed ? ", OVERSUBSCRIBED" : "");
-    fprintf(out, "# op %s, %s buffers%s\n", o->op->name, o->off_cache ? "off-cache" : "hot",
+    fprintf(out, "# op %s, %s buffers%s%s\n", o->op->name, o->off_cache ? "off-cache" : "hot",
+            ri->heap_buffers ? " in the shared heap (libnodecoll-heap.so, NODECOLL_HEAP=on)" : "",
             o->check ? ", results checked against the host MPI" : "");
     if (l->valid) print_limits(out, l);
     else fprintf(out, "# ranks span %d machines: no single-node bound\n", l->nodes);
@@ -289,6 +307,8 @@ static void json_limits(FILE *f, const struct limits *l)
         jkey(f, "cold_gbs", 0), jnum(f, l->cold1[i]);
         jkey(f, "hot_all_gbs", 0), jnum(f, l->hot_all[i]);
         jkey(f, "cold_all_gbs", 0), jnum(f, l->cold_all[i]);
+        jkey(f, "read_cma_gbs", 0), jnum(f, l->read_cma[i]);
+        jkey(f, "read_map_gbs", 0), jnum(f, l->read_map[i]);
         fputs("}", f);
     }
     fputs("]}", f);
@@ -312,6 +332,7 @@ static void json_run(FILE *f, const struct run_info *ri, const struct limits *l,
     jkey(f, "ranks", 0), fprintf(f, "%d", ri->nranks);
     jkey(f, "nodes", 0), fprintf(f, "%d", l->nodes);
     jkey(f, "oversubscribed", 0), fputs(ri->oversubscribed ? "true" : "false", f);
+    jkey(f, "heap_buffers", 0), fputs(ri->heap_buffers ? "true" : "false", f);
     jkey(f, "op", 0), jstr(f, o->op->name);
     jkey(f, "off_cache", 0), fputs(o->off_cache ? "true" : "false", f);
     jkey(f, "modes", 0), fputs("[", f);

@@ -13,6 +13,7 @@
 #include "nodecoll.h"
 #include "core/cma.h"
 #include "core/config.h"
+#include "core/heap.h"
 #include "core/hier.h"
 #include "core/topo.h"
 #include "core/tune.h"
@@ -33,6 +34,28 @@ static const char *single_copy_status(void)
     waitpid(child, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "yes (process_vm_readv)"
                                                           : "no (process_vm_readv not permitted)";
+}
+
+/* This process's heap mapped a second time, the way a peer maps it (its descriptor sent to
+ * this process's own socket): a word written through one mapping must be read through the
+ * other. */
+static const char *heap_status(void)
+{
+    const nc_heap_arena *mine = nc_heap_mine(NC_HEAP_ALLOC_MEM);
+    if (!mine) return "no (libnodecoll-heap.so not found, or its memfd could not be made here)";
+    uint64_t link = nc_heap_link();
+    if (!link || nc_heap_offer(link, mine)) return "no (a descriptor cannot travel over a UNIX socket here)";
+    nc_heap_take_offers();
+    nc_heap_view *view = nc_heap_view_get(mine->id);
+    uint64_t *word = nc_heap_alloc(sizeof *word);
+    char *mapped = view && word ? nc_heap_view_at(view, word, sizeof *word) : NULL;
+    volatile uint64_t *seen = (volatile uint64_t *)(void *)mapped;
+    if (word) *word = probe_word;
+    int works = seen && *seen == probe_word;
+    nc_heap_release(word);
+    nc_heap_view_put(view);
+    return works ? "yes (memfd shared over a UNIX socket; turn it on with NODECOLL_HEAP, README)"
+                 : "no (a second mapping of the heap does not show its contents)";
 }
 
 static int setting_index(const char *env_name)
@@ -226,6 +249,7 @@ int main(int argc, char **argv)
     printf("nodecoll %s\n", nodecoll_version());
     printf("built for:    %s\n", nodecoll_mpi_library());
     printf("single-copy:  %s\n", single_copy_status());
+    printf("shared heap:  %s\n", heap_status());
     printf("counters:     ");
     for (int i = 0; i < nodecoll_stat_count(); i++) {
         nodecoll_stat s;

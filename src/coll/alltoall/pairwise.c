@@ -97,7 +97,7 @@ static int publish_spans(nc_comm *c, const pairwise_state *st)
     const nc_vec *send = st->send;
     char *slot;
     nc_span *table = nc_move_area(c, &slot);
-    size_t total = 0, at = 0;
+    size_t total = 0, at = 0, end = 0;
     for (int i = 0; i < c->size; i++) total += i == c->rank || !on_my_node(c, i) ? 0 : nc_vec_len(send, i);
     int in_slot = nc_move_use_slot(c, total), nreaders = 0;
     for (int i = 0; i < c->size; i++) {
@@ -106,9 +106,10 @@ static int publish_spans(nc_comm *c, const pairwise_state *st)
         table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
         if (in_slot) memcpy(slot + at, nc_vec_at(send, i), len);
         at += len;
+        if (table[i].off + len > end) end = table[i].off + len;
         n->move_readers[nreaders++] = c->node_rank_of[i];
     }
-    nc_move_publish(n, st->seq, send->base, in_slot, total);
+    nc_move_publish(n, st->seq, in_slot ? send->base : nc_move_reachable(c, send->base, end), in_slot, total);
     nc_move_release(n, st->seq, n->move_readers, nreaders);
     return in_slot;
 }

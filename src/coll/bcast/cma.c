@@ -1,16 +1,18 @@
-/* Bcast by single copy (CMA): each child reads the fragments straight from its parent's
- * buffer as the parent announces them (one copy in all), and announces them in turn from
- * its own contiguous copy.  With push, the root also writes the tail of every child's
- * buffer while the children pull the head, sharing the copying among all ranks.  A root
- * whose data is a derived datatype has no buffer to be read in place: the call then runs
- * the ring pipeline, and the root tags its pub flag so that every rank of the tree
- * follows. */
+/* Bcast by single copy (CMA, or the shared heaps): each child reads the fragments straight
+ * from its parent's buffer as the parent announces them (one copy in all), and announces
+ * them in turn from its own contiguous copy.  With push, the root also writes the tail of
+ * every child's buffer while the children pull the head, sharing the copying among all
+ * ranks.  A root whose data is a derived datatype has no buffer to be read in place: the
+ * call then runs the ring pipeline, and the root tags its pub flag so that every rank of the
+ * tree follows.  On a node without CMA (the root's buffer is in its heap, or this algorithm
+ * would not run) a rank whose buffer lies outside its heap forwards from a copy in its heap
+ * and takes no push. */
 #include <stdlib.h>
 
 #include "bcast.h"
 #include "../ledger.h"
 #include "../registry.h"
-#include "../../core/cma.h"
+#include "../heap_only.h"
 #include "../watch.h"
 #include "../../core/fatal.h"
 #include "../../core/team.h"
@@ -89,6 +91,15 @@ static uint64_t call_frags(const nc_node *n, const cma_state *st)
     return ring > frags ? ring : frags;
 }
 
+/* The contiguous copy my children read: my buffer when it is contiguous and they reach it,
+ * else a copy (in my heap on a node without CMA); none for a leaf of a derived type. */
+static char *copy_for_children(nc_node *n, const nc_bcast_tree *t, nc_data *l, size_t bytes)
+{
+    if (nc_data_is_bytes(l) && (!t->children || nc_node_reachable(n, l->base, bytes))) return l->base;
+    if (!t->children) return NULL;
+    return n->cma ? nc_alloc_or_die(bytes) : nc_stage(n, NC_STAGE_BCAST, bytes);
+}
+
 /* Reads [off, off + len) of my parent's published buffer into my copy. */
 static void read_from_parent(nc_comm *c, cma_state *st, size_t off, size_t len)
 {
@@ -97,9 +108,9 @@ static void read_from_parent(nc_comm *c, cma_state *st, size_t off, size_t len)
     const char *remote = published_buffer(&nc_node_ctl(n, st->tree.parent)->pub) + off;
     int err;
     if (st->flat && st->flat != l->base) { /* a derived forwarder: its children read the contiguous copy */
-        nc_node_cma_or_die(c, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
+        nc_node_single_copy_or_die(c, st->tree.parent, (char *)(uintptr_t)remote, st->flat + off, len, 0);
         nc_data_unpack(l, off, st->flat + off, len);
-    } else if ((err = nc_data_read(l, n->pids[st->tree.parent], remote, off, len))) {
+    } else if ((err = nc_data_read(l, &n->peers[st->tree.parent], remote, off, len))) {
         nc_single_copy_failed(c, st->tree.parent, "read from", err);
     }
 }
@@ -123,7 +134,7 @@ static nc_step progress(nc_op *op, void *state)
         st->ring = !nc_data_is_bytes(l);
     }
     /* Whoever is read from needs the packed bytes in one piece. */
-    st->flat = st->ring || nc_data_is_bytes(l) ? l->base : t->children ? nc_alloc_or_die(bytes) : NULL;
+    st->flat = st->ring ? l->base : copy_for_children(n, t, l, bytes);
     if (st->ring) {
         if (t->children) atomic_store_explicit(&me->pub.aux[1], RING_TAG | (st->g0 + 1), memory_order_relaxed);
         nc_bcast_ring_setup(&st->ring_step, &st->head.call, t, nc_ring_place, st->g0);
@@ -137,7 +148,7 @@ static nc_step progress(nc_op *op, void *state)
                 int child = nc_bcast_child(n, t, st->i);
                 char *dst = push_target(&nc_node_ctl(n, child)->ready, st->g0);
                 size_t cut = push_cut(bytes, t->children);
-                if (dst) nc_node_cma_or_die(op->c, child, dst + cut, st->flat + cut, bytes - cut, 1);
+                if (dst) nc_node_single_copy_or_die(op->c, child, dst + cut, st->flat + cut, bytes - cut, 1);
             }
             nc_flag_post(&me->push, st->g_end);
         }
@@ -148,23 +159,22 @@ static nc_step progress(nc_op *op, void *state)
          * none (the root skips it) and pulls everything. */
         st->pulled = bytes;
         if (st->push) {
-            offer_push_target(&me->ready, st->flat, st->g0);
-            if (st->flat) st->pulled = push_cut(bytes, n->size - 1);
+            char *target = st->flat && nc_node_reachable(n, st->flat, bytes) ? st->flat : NULL;
+            offer_push_target(&me->ready, target, st->g0);
+            if (target) st->pulled = push_cut(bytes, n->size - 1);
         }
         for (st->off = 0, st->g = st->g0; st->off < st->pulled; st->off += st->chunk, st->g++) {
             NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->pub, st->g + 1));
             read_from_parent(op->c, st, st->off, st->pulled - st->off < st->chunk ? st->pulled - st->off : st->chunk);
             if (t->children) nc_flag_post(&me->pub, st->g + 1);
         }
-        if (st->push && st->flat) NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->push, st->g_end));
+        if (st->pulled < bytes) NC_AWAIT(&st->head, nc_flag_reached(op, &nc_node_ctl(n, t->parent)->push, st->g_end));
     }
     /* Children read my buffer, or my ring tag: it must stay untouched until they are done. */
     NC_AWAIT(&st->head, nc_bcast_children_done(op, n, t, st->g_end));
     nc_flag_post(&me->cons, st->g_end);
-    if (st->flat != l->base) free(st->flat);
+    if (st->flat != l->base && n->cma) free(st->flat); /* (a staging copy stays with the node) */
     NC_END(&st->head);
 }
 
-static int node_has_cma(const nc_comm *c, const nc_args *a) { return c->node.cma; }
-
-const nc_algorithm nc_bcast_cma = {NC_ALG_CMA, node_has_cma, plan, progress, 0};
+const nc_algorithm nc_bcast_cma = {NC_ALG_CMA, nc_single_copy, plan, progress, 0};

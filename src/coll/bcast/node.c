@@ -15,6 +15,9 @@
 #include "../../core/fatal.h"
 
 static const nc_frag_place announcement_place = {1, NC_INLINE_HEADER};
+/* In the announced byte count: the root's buffer lies in its shared heap (nodes without CMA
+ * run single copy only then). */
+#define ROOT_IN_HEAP (UINT64_C(1) << 62)
 
 void nc_node_bcast_setup(nc_node_bcast_step *st, nc_data *data, size_t my_bytes, int root)
 {
@@ -32,9 +35,15 @@ void nc_node_bcast_setup_bytes(nc_node_bcast_step *st, void *buf, size_t bytes, 
     nc_node_bcast_setup(st, &st->plain, bytes, root);
 }
 
+/* On a node without CMA the single-copy algorithm runs only from a root's buffer in its heap. */
+static int root_buffer_in_heap(const nc_comm *c, const nc_node_bcast_step *st)
+{
+    return nc_heap_only(c) && nc_data_is_bytes(st->data) && nc_heap_holds(st->data->base, st->bytes);
+}
+
 static const nc_algorithm *choose(const nc_comm *c, const nc_node_bcast_step *st)
 {
-    nc_args a = {.coll = NC_COLL_BCAST, .root = st->root};
+    nc_args a = {.coll = NC_COLL_BCAST, .root = st->root, .heap_agreed = st->root_in_heap};
     return nc_registry_select_step(c, &a, st->bytes);
 }
 
@@ -67,7 +76,8 @@ static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0, uint64_t f
         nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0 + k);
         size_t off = (size_t)k * NC_INLINE_ALIGNED_MAX, len = st->bytes - off;
         if (carried) nc_data_pack(st->data, off, data, len < NC_INLINE_ALIGNED_MAX ? len : NC_INLINE_ALIGNED_MAX);
-        if (!k) atomic_store_explicit(&f->aux[0], st->bytes, memory_order_relaxed);
+        uint64_t heap_bit = st->root_in_heap ? ROOT_IN_HEAP : 0;
+        if (!k) atomic_store_explicit(&f->aux[0], st->bytes | heap_bit, memory_order_relaxed);
         nc_flag_post(f, g0 + k + 1);
     }
 }
@@ -92,7 +102,7 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
     nc_node *n = &c->node;
     NC_BEGIN(st);
     st->bytes = st->my_bytes; /* (a persistent request's step starts again from its setup) */
-    st->announced = 0;
+    st->announced = st->root_in_heap = 0;
     st->whole.base = NULL;
     /* Nothing to send takes no step (as in the host MPIs, a count of zero on some ranks only
      * cannot be detected: those ranks are gone before the others could learn of it). */
@@ -100,14 +110,18 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
         st->alg = choose(c, st);
         return NC_DONE;
     }
-    if (c->cfg.bcast_check) {
+    /* (without CMA the ranks learn from the announcement whether the root's buffer is in its heap) */
+    if (c->cfg.bcast_check || nc_heap_only(c)) {
         if (n->rank == st->root) {
+            st->root_in_heap = root_buffer_in_heap(c, st);
             NC_AWAIT(st, announcement_free(op, n, n->frag, announced_frags(c, st)));
             announce(n, st, n->frag, announced_frags(c, st));
         } else {
             NC_AWAIT(st, nc_flag_reached(op, nc_frag_signal(n, announcement_place, st->root, n->frag), n->frag + 1));
             st->bytes = atomic_load_explicit(&nc_frag_signal(n, announcement_place, st->root, n->frag)->aux[0],
                                              memory_order_relaxed);
+            st->root_in_heap = !!(st->bytes & ROOT_IN_HEAP);
+            st->bytes &= ~ROOT_IN_HEAP;
         }
         st->announced = 1;
     }

@@ -84,7 +84,8 @@ static void leader_prepares(nc_comm *c, const nc_args *a, gather_state *st)
 static void leader_publishes_whole(nc_comm *c, gather_state *st)
 {
     int nodes = c->bridge.size;
-    nc_move_publish(&c->node, st->seq2, st->all, 0, st->regions[nodes - 1].off + st->regions[nodes - 1].len);
+    size_t whole = st->regions[nodes - 1].off + st->regions[nodes - 1].len;
+    nc_move_publish(&c->node, st->seq2, nc_move_reachable(c, st->all, whole), 0, whole);
     nc_move_release(&c->node, st->seq2, &st->root_nr, 1);
 }
 

@@ -28,7 +28,7 @@ static void push_block(nc_comm *c, gather_state *st, const void *send, size_t by
     nc_move_release(&c->node, st->seq, &st->root_nr, 1);
 }
 
-/* A large block the root reads itself (its receive layout is its datatype's). */
+/* A large block the root reads itself (its receive buffer cannot be written into). */
 static void offer_block(nc_comm *c, gather_state *st, const void *send, size_t bytes)
 {
     char *slot;
@@ -37,15 +37,20 @@ static void offer_block(nc_comm *c, gather_state *st, const void *send, size_t b
     nc_move_release(&c->node, st->seq, &st->root_nr, 1);
 }
 
-/* The root: a span table over its receive buffer for the large senders (a typed vector has
- * no single buffer to write into: its senders publish instead), and its own block. */
+/* The root: a span table over its receive buffer for the large senders, and its own block.
+ * A typed vector has no single buffer to write into, nor can senders write outside my heap
+ * on a node without CMA: the senders then publish their blocks instead, and I read them. */
 static void root_publishes(nc_comm *c, const nc_args *a, uint64_t seq)
 {
     const nc_vec *recv = a->move.recv_vec;
     nc_span *table = nc_move_area(c, NULL);
-    if (!recv->blocks)
-        for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
-    nc_move_publish(&c->node, seq, recv->blocks ? NULL : recv->base, 0, 0);
+    size_t end = 0;
+    for (int i = 0; !recv->blocks && i < c->size; i++) {
+        table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
+        if (table[i].len && table[i].off + table[i].len > end) end = table[i].off + table[i].len;
+    }
+    int writable = !recv->blocks && nc_node_reachable(&c->node, recv->base, end);
+    nc_move_publish(&c->node, seq, writable ? recv->base : NULL, 0, 0);
     if (a->move.send != NC_IN_PLACE)
         nc_vec_unpack(recv, a->root, a->move.send, nc_fit(c, a->move.send_bytes, nc_vec_len(recv, a->root)));
 }

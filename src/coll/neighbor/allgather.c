@@ -40,11 +40,12 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
     size_t len = a->move.send_bytes;
     int in_slot = len <= nc_neighbor_slot_room(c, 0), nreaders = 0;
     if (in_slot && len) memcpy(nc_move_area(c, NULL), a->move.send, len);
-    nc_move_publish(n, seq, a->move.send, in_slot, len);
     for (int j = 0; len && j < nb->outdegree; j++) {
         int r = nb->out[j];
         if (r != c->rank && nc_neighbor_local(c, r)) nc_neighbor_add_reader(n, marks, c->node_rank_of[r], &nreaders);
     }
+    const void *direct = in_slot || !nreaders ? a->move.send : nc_move_reachable(c, a->move.send, len);
+    nc_move_publish(n, seq, direct, in_slot, len);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return !in_slot && nreaders;
 }

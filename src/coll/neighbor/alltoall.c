@@ -72,6 +72,7 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
     const nc_vec *send = a->move.send_vec;
     nc_edge_span *table = (nc_edge_span *)(void *)nc_move_area(c, NULL);
     size_t at = nc_carved(sizeof(nc_edge_span) * (size_t)nb->outdegree), end = at + nc_neighbor_slot_room(c, at);
+    size_t direct_end = 0; /* of the blocks read from my buffer */
     int direct = 0, nreaders = 0;
     for (int j = 0; j < nb->outdegree; j++) {
         int r = nb->out[j];
@@ -81,10 +82,12 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
         if (in_slot) memcpy((char *)table + at, nc_vec_at(send, j), len);
         at += in_slot ? len : 0;
         direct |= reader && !in_slot;
+        if (reader && !in_slot && table[j].off + len > direct_end) direct_end = table[j].off + len;
         if (reader) nc_neighbor_add_reader(n, marks, c->node_rank_of[r], &nreaders);
     }
     /* (the publication's length is the table's: a reader finds its edges in it) */
-    nc_move_publish(n, seq, send->base, 0, (uint64_t)nb->outdegree);
+    nc_move_publish(n, seq, direct ? nc_move_reachable(c, send->base, direct_end) : send->base, 0,
+                    (uint64_t)nb->outdegree);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return direct;
 }

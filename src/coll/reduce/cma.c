@@ -1,7 +1,8 @@
 /* Single-copy reduce-scatter by slices: each rank reduces one slice of the vector (its block
- * for Reduce_scatter), reading the others' input buffers with process_vm_readv in
- * cache-sized chunks, and writes each reduced chunk straight into the result buffers that
- * need it: every rank's for Allreduce, the root's for Reduce, its own for Reduce_scatter.
+ * for Reduce_scatter), reading the others' input buffers in cache-sized chunks (with
+ * process_vm_readv, or folding them straight from their shared heaps), and writes each
+ * reduced chunk straight into the result buffers that need it: every rank's for Allreduce,
+ * the root's for Reduce, its own for Reduce_scatter.
  * Only the owner of a slice touches that slice of anybody's buffer, so in place is safe; one
  * closing wait keeps every buffer alive until its readers are done. */
 #include <stdlib.h>
@@ -43,8 +44,23 @@ static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char 
     for (int q = 0; q < n->size; q++) {
         if (call->deliver != NC_DELIVER_ALL && call->deliver != q) continue;
         if (q == n->rank) nc_copy_bytes(st->result[q] + off, acc, len);
-        else nc_node_cma_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
+        else nc_node_single_copy_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
     }
+}
+
+/* Node rank q's input chunk [off, off + len): mine, or a peer's where its shared heap maps it
+ * here (folded straight from there: no copy), else read into `into`. */
+static const char *input_chunk(const cma_state *st, nc_comm *c, int q, size_t off, size_t len, char *into)
+{
+    nc_node *n = &c->node;
+    if (q == n->rank) return st->head.call.send + off;
+    const char *mapped = nc_peer_mapped(&n->peers[q], st->input[q] + off, len);
+    if (mapped) {
+        nc_peer_counted(1, len);
+        return mapped;
+    }
+    nc_node_single_copy_or_die(c, q, st->input[q] + off, into, len, 0);
+    return into;
 }
 
 /* Reduces my slice of everybody's input, `chunk` elements at a time, in rank order from the
@@ -61,9 +77,7 @@ static void reduce_slice(const cma_state *st, nc_comm *c, nc_coll_id coll)
     for (size_t e = st->lo; e < st->hi; e += chunk) {
         size_t cnt = nc_min_size(chunk, st->hi - e), off = e * es, len = cnt * es;
         for (int q = n->size - 1; q >= 0; q--) {
-            char *into = q == n->size - 1 ? acc : tmp;
-            const char *src = q == n->rank ? call->send + off : into;
-            if (q != n->rank) nc_node_cma_or_die(c, q, st->input[q] + off, into, len, 0);
+            const char *src = input_chunk(st, c, q, off, len, q == n->size - 1 ? acc : tmp);
             if (q != n->size - 1) nc_fold(call->red, src, acc, cnt);
             else if (src != acc) nc_copy_bytes(acc, src, len);
         }
@@ -106,7 +120,6 @@ static nc_step progress(nc_op *op, void *state)
     NC_END(&st->head);
 }
 
-/* Every rank of the node reads every other's memory: the setup probe must have passed. */
-static int single_copy(const nc_comm *c, const nc_args *a) { return c->node.cma; }
-
-const nc_algorithm nc_reduce_cma = {NC_ALG_CMA, single_copy, NULL, progress, 0};
+/* Every rank of the node reads every other's memory: the setup probe must have passed, or the
+ * node's ranks agreed that the call's buffers lie in their shared heaps. */
+const nc_algorithm nc_reduce_cma = {NC_ALG_CMA, nc_single_copy, NULL, progress, 0};

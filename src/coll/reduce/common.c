@@ -67,11 +67,21 @@ void nc_keep_own_block(const nc_node *n, const nc_reduce_call *call, const nc_re
 /* ---- the node reduction step --------------------------------------------------------- */
 
 
-static const nc_algorithm *choose(const nc_comm *c, nc_coll_id coll, const nc_reduce_call *call)
+/* heap_agreed: as if every rank's buffers were in the shared heaps (nc_args). */
+static const nc_algorithm *choose(const nc_comm *c, nc_coll_id coll, const nc_reduce_call *call, int heap_agreed)
 {
-    nc_args a = {.coll = coll, .root = call->deliver >= 0 ? call->deliver : -1,
+    nc_args a = {.coll = coll, .root = call->deliver >= 0 ? call->deliver : -1, .heap_agreed = heap_agreed,
                  .reduce = {call->send, call->recv, call->count, NULL, call->red}};
     return nc_registry_select_step(c, &a, call->count * call->red->elem_size);
+}
+
+/* Whether what the slice algorithm reaches of my memory lies in my heap: my input, which every
+ * slice's owner reads, and my result when the others write it. */
+static int slices_reach_me(const nc_node *n, const nc_reduce_call *call)
+{
+    size_t bytes = call->count * call->red->elem_size;
+    int written = call->deliver == NC_DELIVER_ALL || call->deliver == n->rank;
+    return nc_heap_holds(call->send, bytes) && (!written || nc_heap_holds(call->recv, bytes));
 }
 
 nc_step nc_node_reduce_progress(nc_op *op, nc_node_reduce_step *st)
@@ -84,7 +94,14 @@ nc_step nc_node_reduce_progress(nc_op *op, nc_node_reduce_step *st)
         st->alg = &nc_reduce_flat;
         return NC_DONE;
     }
-    st->alg = choose(op->c, st->coll, call);
+    /* Without CMA the slices run single copy only if every rank's buffers are in its heap:
+     * the node votes when they would be chosen, and the others run otherwise. */
+    st->alg = choose(op->c, st->coll, call, nc_heap_only(op->c));
+    if (nc_heap_only(op->c) && st->alg == &nc_reduce_cma) {
+        nc_heap_vote_setup(&st->vote, slices_reach_me(n, call));
+        NC_AWAIT_STEP(st, nc_heap_vote_progress(op, &st->vote));
+        if (!st->vote.all) st->alg = choose(op->c, st->coll, call, 0);
+    }
     if (st->alg->plan) st->alg->plan(op, st->alg_state);
     NC_AWAIT_STEP(st, st->alg->progress(op, st->alg_state));
     NC_END(st);

@@ -14,6 +14,7 @@
 
 #include "../algorithms.h"
 #include "../frag.h"
+#include "../heap_only.h"
 #include "../ledger.h"
 #include "../steps.h"
 
@@ -119,6 +120,7 @@ typedef struct nc_node_reduce_step {
     int pc;
     nc_coll_id coll;
     const nc_algorithm *alg; /* the node algorithm (its id: for the caller's counters) */
+    nc_heap_vote vote;       /* a node without CMA: whether the slices may run single copy */
     _Alignas(16) unsigned char alg_state[NC_REDUCE_STEP_STATE_BYTES]; /* an nc_reduce_head first */
 } nc_node_reduce_step;
 
