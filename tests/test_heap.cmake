@@ -38,7 +38,7 @@ endif()
 set(heap_on "NODECOLL_HEAP=on,NODECOLL_HEAP_MIN=65536,T_EXPECT_HEAP=1")
 if(heap_preloadable)
   nodecoll_mpi_test(NAME test_heap SOURCES test_heap.c NP ${heap_nps} ARGS 1 LABELS heap quick HEAP
-    ENVS "cma:${heap_on}" "heaponly:${heap_on},NODECOLL_CMA=off")
+    ENVS "cma:${heap_on}" "heaponly:${heap_on},NODECOLL_CMA=off,NODECOLL_HEAP_RETAIN=1048576,T_STAGING_BOUND=1")
   nodecoll_mpi_test(NAME test_heap SOURCES test_heap.c NP 2 3 ARGS 1 LABELS heap quick HEAP
     ENVS "mixed:${heap_on},NODECOLL_CMA=off,T_BUFFERS=mixed")
 endif()

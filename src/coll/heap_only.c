@@ -10,7 +10,10 @@ char *nc_stage(nc_node *n, nc_stage_kind kind, size_t bytes)
     if (n->stage[kind] && n->stage_bytes[kind] >= bytes) return n->stage[kind];
     nc_heap_release(n->stage[kind]);
     n->stage[kind] = nc_heap_alloc(bytes ? bytes : 1);
-    if (!n->stage[kind]) nc_fatal("the shared heap has no room for a staging copy of %zu bytes", bytes);
+    if (!n->stage[kind])
+        nc_fatal("the shared heap has no room for a staging copy of %zu bytes of a buffer outside it "
+                 "(raise NODECOLL_HEAP_SIZE, or put the buffer in the heap; docs/design.md, \"The shared heap\")",
+                 bytes);
     n->stage_bytes[kind] = bytes;
     return n->stage[kind];
 }
@@ -23,13 +26,16 @@ const char *nc_stage_reachable(nc_node *n, nc_stage_kind kind, const void *p, si
     return copy;
 }
 
+void nc_stage_release_kind(nc_node *n, nc_stage_kind kind)
+{
+    nc_heap_release(n->stage[kind]);
+    n->stage[kind] = NULL;
+    n->stage_bytes[kind] = 0;
+}
+
 void nc_stage_release(nc_node *n)
 {
-    for (int k = 0; k < NC_STAGE_KINDS; k++) {
-        nc_heap_release(n->stage[k]);
-        n->stage[k] = NULL;
-        n->stage_bytes[k] = 0;
-    }
+    for (int k = 0; k < NC_STAGE_KINDS; k++) nc_stage_release_kind(n, (nc_stage_kind)k);
 }
 
 /* ---- the vote ----------------------------------------------------------------------------------- */

@@ -2,9 +2,9 @@
  * (no CMA; core/heap.h): a peer can read or write my memory only where it lies in my heap.
  *
  * Staging copies: an algorithm that must publish a buffer outside my heap publishes a copy
- * in it, made in memory the node keeps for that purpose between calls (one piece per kind:
- * an operation's publications of one kind end before its next one, and a communicator's
- * operations run one at a time).
+ * in it, one piece per kind (an operation's publications of one kind end before its next
+ * one, and a communicator's operations run one at a time); the data-movement kind goes back
+ * to the heap once its readers are done.
  *
  * The vote: where a single-copy algorithm would need every rank's buffers in the heaps and
  * another algorithm (the rings) serves the rest, the ranks of the node agree first, in one
@@ -21,7 +21,8 @@
 char *nc_stage(nc_node *n, nc_stage_kind kind, size_t bytes);
 /* p itself when the node's peers reach [p, p + len), else a copy of it in my heap. */
 const char *nc_stage_reachable(nc_node *n, nc_stage_kind kind, const void *p, size_t len);
-/* Gives the node's staging memory back to the heap. */
+/* Gives the node's staging memory back to the heap: one kind's (its readers are done), or all. */
+void nc_stage_release_kind(nc_node *n, nc_stage_kind kind);
 void nc_stage_release(nc_node *n);
 
 /* A step: every rank of the node says whether `mine` (its buffers are in its heap); `all`

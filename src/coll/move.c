@@ -42,6 +42,10 @@ int nc_move_readers_checked(nc_op *op, nc_node *n)
         const nc_flag *done = &nc_node_ctl(n, n->move_readers[n->move_nreaders - 1])->move_done;
         if (!nc_flag_reached(op, done, n->move_readers_seq)) return 0;
     }
+    /* Nobody reads my last publication any more: its staging copy goes back to the heap
+     * (which keeps NODECOLL_HEAP_RETAIN bytes backed for the next one), so a communicator
+     * does not hold one between calls. */
+    if (n->stage[NC_STAGE_MOVE]) nc_stage_release_kind(n, NC_STAGE_MOVE);
     return 1;
 }
 
@@ -55,6 +59,21 @@ nc_span *nc_move_area(nc_comm *c, char **slot)
 const char *nc_move_reachable(nc_comm *c, const void *base, size_t extent)
 {
     return nc_stage_reachable(&c->node, NC_STAGE_MOVE, base, extent);
+}
+
+const char *nc_move_reachable_blocks(nc_comm *c, const char *base, nc_span *table, int count, size_t end,
+                                     size_t total)
+{
+    if (!end || nc_node_reachable(&c->node, base, end)) return base;
+    char *copy = nc_stage(&c->node, NC_STAGE_MOVE, total);
+    size_t at = 0;
+    for (int i = 0; i < count; i++) {
+        if (!table[i].len) continue;
+        nc_par_copy(copy + at, base + table[i].off, table[i].len);
+        table[i].off = at;
+        at += table[i].len;
+    }
+    return copy;
 }
 
 void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes)
@@ -314,7 +333,10 @@ int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int roo
     int in_slot = nc_move_use_slot(c, total), nreaders = 0;
     for (int i = 0; i < c->size; i++) {
         size_t len = i == root ? 0 : nc_vec_len(send, i);
-        if (!len && !every_span) continue;
+        if (!len && !every_span) {
+            if (!in_slot) table[i] = (nc_span){0, 0}; /* (nc_move_reachable_blocks reads it) */
+            continue;
+        }
         table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
         if (in_slot && len) memcpy(slot + at, nc_vec_at(send, i), len);
         at += len;
@@ -322,7 +344,8 @@ int nc_move_publish_blocks(nc_comm *c, uint64_t seq, const nc_vec *send, int roo
         int local = c->node_of[i] == c->node_of[root], serves = every_span && c->node_rank_of[i] == 0;
         if (i != root && local && (len || serves)) n->move_readers[nreaders++] = c->node_rank_of[i];
     }
-    nc_move_publish(n, seq, in_slot ? send->base : nc_move_reachable(c, send->base, end), in_slot, total);
+    nc_move_publish(n, seq, in_slot ? send->base : nc_move_reachable_blocks(c, send->base, table, c->size, end, total),
+                    in_slot, total);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return in_slot;
 }

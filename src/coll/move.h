@@ -79,6 +79,11 @@ nc_span *nc_move_area(nc_comm *c, char **slot);
  * reach it with single copy, else (a node without CMA, a buffer outside my shared heap) a
  * copy in my heap, which stays mine until my next publication (heap_only.h). */
 const char *nc_move_reachable(nc_comm *c, const void *base, size_t extent);
+/* The same for the blocks table[0..count) of [base, base + end) (those with a length; total:
+ * their bytes): a copy holds only the blocks, packed, the table's offsets rewritten to it
+ * (the gaps between blocks may be memory nobody may read). */
+const char *nc_move_reachable_blocks(nc_comm *c, const char *base, nc_span *table, int count, size_t end,
+                                     size_t total);
 /* Announces round `seq`: `base` is the buffer the spans refer to (ignored when in_slot). */
 void nc_move_publish(nc_node *n, uint64_t seq, const void *base, int in_slot, uint64_t bytes);
 /* Records who reads my publication of round `seq` (node ranks): slot data must outlive

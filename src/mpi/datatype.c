@@ -102,6 +102,8 @@ static const named_type *recent_named(MPI_Datatype type)
     return NULL;
 }
 
+int nc_datatype_known_predefined(MPI_Datatype type) { return recent_named(type) != NULL; }
+
 /* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
 NC_HOT_TLS nc_dense_type nc_last_dense_type;
 

@@ -72,6 +72,8 @@ int nc_buffer_close(nc_buffer *b, MPI_Comm comm, int drain);
  * whether its elements lie back to back with no gaps (used in place), or 1 if the type
  * cannot be used (null, uncommitted). */
 int nc_datatype_describe(MPI_Datatype type, MPI_Count *size, int *dense);
+/* 1: `type` is a predefined type this thread described lately (no host query needed). */
+int nc_datatype_known_predefined(MPI_Datatype type);
 
 /* 1 and the size when the type is committed and its elements are `size` bytes with no gaps
  * (lb and true lb 0, extent and true extent equal to the size), else 0. */

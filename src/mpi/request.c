@@ -622,7 +622,7 @@ static held_type **find_held(MPI_Datatype type)
 MPI_Datatype nc_mpi_hold_type(MPI_Datatype type)
 {
     int integers, addresses, types, combiner;
-    if (type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS ||
+    if (type == MPI_DATATYPE_NULL || nc_datatype_known_predefined(type) || PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS ||
         combiner == MPI_COMBINER_NAMED)
         return MPI_DATATYPE_NULL;
     /* whoever committed it behind nodecoll's back frees it right after the call */

@@ -185,12 +185,14 @@ static size_t aligned(size_t bytes) { return (bytes + 7) & ~(size_t)7; }
 
 /* A request's own tables and copies of the vector's arguments (MPI lets the user free the
  * datatypes right after the call), its derived types held, all in one allocation. */
-static void vec_keep(nc_move_vec *m)
+static void vec_keep(nc_move_vec *m, char *kept_inline)
 {
     size_t n = (size_t)(m->n > 0 ? m->n : 1), ntypes = m->types ? n : 1;
     size_t tables = sizeof(size_t) * 3 * n, handles = aligned(sizeof(MPI_Datatype) * (ntypes + (m->types ? n : 0)));
     size_t counts = aligned(nc_mpi_count_size(m->wide) * n), displs = nc_mpi_displ_size(displs_wide(m)) * n;
-    char *at = m->owned = nc_alloc_or_die(tables + handles + (m->counts ? counts + displs : 0));
+    size_t bytes = tables + handles + (m->counts ? counts + displs : 0);
+    m->owned_inline = bytes <= NC_MOVE_KEPT_INLINE;
+    char *at = m->owned = m->owned_inline ? kept_inline : nc_alloc_or_die(bytes);
     m->table = (size_t *)(void *)at;
     m->signed_offs = (int64_t *)(void *)(at + sizeof(size_t) * 2 * n);
     m->held = (MPI_Datatype *)(void *)(at + tables);
@@ -267,7 +269,7 @@ static int vec_open(nc_mpi_move_call *call, nc_mpi_comm *s, nc_move_vec *m, int 
     /* (a vector of no blocks, a neighbourhood of none, may come without arrays) */
     int arrays = m->counts && m->displs && (m->vector != 2 || m->types);
     if (m->vector && m->n > 0 && !arrays) return 1;
-    if (call->request) vec_keep(m);
+    if (call->request) vec_keep(m, call->kept_inline[m == &call->a.recv]);
     else vec_scratch_tables(s, &call->a, m);
     if (!vec_describe_uniform_dense(m) && vec_describe(m, input)) return 1;
     m->opened = 1;
@@ -286,7 +288,7 @@ static void vec_release(nc_move_vec *m)
     }
     if (m->owned) {
         for (int i = 0; i < (m->types ? m->n : 1); i++) nc_mpi_release_type(&m->held[i]);
-        free(m->owned);
+        if (!m->owned_inline) free(m->owned);
     }
     m->staging = NULL;
     m->v.blocks = NULL;

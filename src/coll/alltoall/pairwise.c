@@ -102,14 +102,18 @@ static int publish_spans(nc_comm *c, const pairwise_state *st)
     int in_slot = nc_move_use_slot(c, total), nreaders = 0;
     for (int i = 0; i < c->size; i++) {
         size_t len = nc_vec_len(send, i);
-        if (i == c->rank || !len || !on_my_node(c, i)) continue;
+        if (i == c->rank || !len || !on_my_node(c, i)) {
+            if (!in_slot) table[i] = (nc_span){0, 0}; /* (nc_move_reachable_blocks reads it) */
+            continue;
+        }
         table[i] = (nc_span){in_slot ? at : nc_vec_off(send, i), len};
         if (in_slot) memcpy(slot + at, nc_vec_at(send, i), len);
         at += len;
         if (table[i].off + len > end) end = table[i].off + len;
         n->move_readers[nreaders++] = c->node_rank_of[i];
     }
-    nc_move_publish(n, st->seq, in_slot ? send->base : nc_move_reachable(c, send->base, end), in_slot, total);
+    const char *base = in_slot ? send->base : nc_move_reachable_blocks(c, send->base, table, c->size, end, total);
+    nc_move_publish(n, st->seq, base, in_slot, total);
     nc_move_release(n, st->seq, n->move_readers, nreaders);
     return in_slot;
 }

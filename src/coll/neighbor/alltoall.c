@@ -10,6 +10,8 @@
 
 #include "../algorithms.h"
 #include "neighbor.h"
+#include "../heap_only.h"
+#include "../../core/team.h"
 
 static const void *block(const nc_args *a, int j, size_t *len)
 {
@@ -65,6 +67,30 @@ static nc_pub slot_pub(const nc_small *s, int peer)
     return (nc_pub){peer, 1, NULL, degree, (const nc_span *)(const void *)(s->data + NC_SLOT_DEGREE_BYTES)};
 }
 
+/* A direct read's edge: a peer of my node reads it from my buffer. */
+static int read_directly(const nc_comm *c, const nc_edge_span *e)
+{
+    return !e->in_slot && e->len && e->peer != c->rank && nc_neighbor_local(c, e->peer);
+}
+
+/* base, or where my node's peers cannot reach my buffer, my heap's copy of the directly read
+ * blocks, packed, their offsets rewritten (as nc_move_reachable_blocks, for edge tables). */
+static const char *reachable_direct(nc_comm *c, const char *base, nc_edge_span *table, int degree, size_t end,
+                                    size_t total)
+{
+    if (nc_node_reachable(&c->node, base, end)) return base;
+    char *copy = nc_stage(&c->node, NC_STAGE_MOVE, total);
+    size_t at = 0;
+    for (int j = 0; j < degree; j++) {
+        nc_edge_span *e = &table[j];
+        if (!read_directly(c, e)) continue;
+        nc_par_copy(copy + at, base + e->off, e->len);
+        e->off = at;
+        at += e->len;
+    }
+    return copy;
+}
+
 static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks)
 {
     nc_node *n = &c->node;
@@ -72,7 +98,7 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
     const nc_vec *send = a->move.send_vec;
     nc_edge_span *table = (nc_edge_span *)(void *)nc_move_area(c, NULL);
     size_t at = nc_carved(sizeof(nc_edge_span) * (size_t)nb->outdegree), end = at + nc_neighbor_slot_room(c, at);
-    size_t direct_end = 0; /* of the blocks read from my buffer */
+    size_t direct_end = 0, direct_total = 0; /* of the blocks read from my buffer */
     int direct = 0, nreaders = 0;
     for (int j = 0; j < nb->outdegree; j++) {
         int r = nb->out[j];
@@ -83,11 +109,12 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
         at += in_slot ? len : 0;
         direct |= reader && !in_slot;
         if (reader && !in_slot && table[j].off + len > direct_end) direct_end = table[j].off + len;
+        direct_total += reader && !in_slot ? len : 0;
         if (reader) nc_neighbor_add_reader(n, marks, c->node_rank_of[r], &nreaders);
     }
     /* (the publication's length is the table's: a reader finds its edges in it) */
-    nc_move_publish(n, seq, direct ? nc_move_reachable(c, send->base, direct_end) : send->base, 0,
-                    (uint64_t)nb->outdegree);
+    const char *base = direct ? reachable_direct(c, send->base, table, nb->outdegree, direct_end, direct_total) : send->base;
+    nc_move_publish(n, seq, base, 0, (uint64_t)nb->outdegree);
     nc_move_release(n, seq, n->move_readers, nreaders);
     return direct;
 }
