@@ -249,6 +249,8 @@ int main(int argc, char **argv)
         setenv("NODECOLL_CMA_CHUNK", "128K", 1);
     }
     if (crafted) { /* (rank 0 reads the rules, at the first collective: set it before) */
+        /* (rank 0 writes them after MPI_Init: the world is set up at its first collective) */
+        setenv("NODECOLL_SETUP_WORLD", "0", 1);
         /* (one path for every rank: another rank 0 than MPI_COMM_WORLD's reads it too) */
         snprintf(path, sizeof path, "/tmp/nodecoll-test-tune-%s-%d.rules", argv[2], (int)getppid());
         setenv("NODECOLL_TUNE_FILE", path, 1);

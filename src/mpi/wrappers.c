@@ -127,6 +127,23 @@ NC_EXPORT int MPI_Type_commit(MPI_Datatype *type)
     return err;
 }
 
+/* MPI_COMM_WORLD is set up where every rank is anyway (NODECOLL_SETUP_WORLD): otherwise a
+ * program whose first collectives on it are nonblocking or persistent would get the host's
+ * for as long as it calls no blocking one. */
+static int set_up_world(int err)
+{
+    nc_alg_id why;
+    if (err == MPI_SUCCESS && nc_config_get()->setup_world) (void)nc_mpi_lookup(MPI_COMM_WORLD, &why);
+    return err;
+}
+
+NC_EXPORT int MPI_Init(int *argc, char ***argv) { return set_up_world(PMPI_Init(argc, argv)); }
+
+NC_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return set_up_world(PMPI_Init_thread(argc, argv, required, provided));
+}
+
 NC_EXPORT int MPI_Finalize(void)
 {
     if (nc_config_get()->stats) {
