@@ -173,7 +173,10 @@ static nc_step progress(nc_op *op, void *state)
     /* Children read my buffer, or my ring tag: it must stay untouched until they are done. */
     NC_AWAIT(&st->head, nc_bcast_children_done(op, n, t, st->g_end));
     nc_flag_post(&me->cons, st->g_end);
-    if (st->flat != l->base && n->cma) free(st->flat); /* (a staging copy stays with the node) */
+    if (st->flat != l->base) { /* (the children are done with my copy) */
+        if (n->cma) free(st->flat);
+        else nc_stage_release_kind(n, NC_STAGE_BCAST); /* (the heap keeps NODECOLL_HEAP_RETAIN backed) */
+    }
     NC_END(&st->head);
 }
 
