@@ -41,7 +41,8 @@ nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c
   "rd:NODECOLL_REDUCE_ALG=recursive_doubling,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2"
   "repro:NODECOLL_REPRODUCIBLE=1"
   "progress:NODECOLL_PROGRESS_THREAD=1,NODECOLL_RANKS_PER_NODE=2"
-  "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2" LABELS quick)
+  "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2"
+  "setupworld:NODECOLL_SETUP_WORLD=1,NODECOLL_RANKS_PER_NODE=2" LABELS quick)
 # MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for an empty array of
 # statuses: its stringop-overflow warning is wrong there.
 if(NODECOLL_MPI STREQUAL "mpich")

@@ -546,27 +546,31 @@ static void request_freed_while_active(uint64_t *seed, MPI_Comm comm)
     run_close(&r);
 }
 
-/* MPI_COMM_WORLD is set up inside MPI_Init (NODECOLL_SETUP_WORLD, on by default): a first
- * collective on it that is nonblocking is nodecoll's, not the host's. */
-static void world_served_from_the_start(void)
+/* With NODECOLL_SETUP_WORLD=1, MPI_COMM_WORLD is set up inside MPI_Init: a first collective
+ * on it that is nonblocking is nodecoll's.  Without, the host's (counted pmpi:not-set-up). */
+static void world_first_collective_nonblocking(void)
 {
     const char *setting = getenv("NODECOLL_SETUP_WORLD");
     uint64_t host_before = nodecoll_stat_calls("allreduce", "pmpi:*");
+    uint64_t unset_before = nodecoll_stat_calls("allreduce", "pmpi:not-set-up");
     long mine = t_rank + 1, sum = 0;
     MPI_Request req;
     MPI_Iallreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     T_CHECK(sum == (long)t_size * (t_size + 1) / 2, "first Iallreduce on the world: %ld", sum);
-    int expect_nodecoll = t_size > 1 && !(setting && !strcmp(setting, "0")) && !getenv("NODECOLL_ENABLE");
-    if (expect_nodecoll)
+    if (t_size < 2 || getenv("NODECOLL_ENABLE")) return;
+    if (setting && !strcmp(setting, "1"))
         T_CHECK(nodecoll_stat_calls("allreduce", "pmpi:*") == host_before,
-                "the world's first collective, an Iallreduce, went to the host (set up inside MPI_Init)");
+                "the world's first collective, an Iallreduce, went to the host (NODECOLL_SETUP_WORLD=1)");
+    else
+        T_CHECK(nodecoll_stat_calls("allreduce", "pmpi:not-set-up") == unset_before + 1,
+                "the world's first collective, an Iallreduce, was not the host's (not set up yet)");
 }
 
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
-    world_served_from_the_start();
+    world_first_collective_nonblocking();
 #ifdef T_PERSISTENT
     forms = t_size > 1 ? 2 : 1;
 #else

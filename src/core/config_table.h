@@ -186,11 +186,13 @@
     "(1 ms without a completion: its peers may not have started it yet, and waiting could hang a valid " \
     "program; a count of 1000 yields instead made one `MPI_Ibarrier` take 3 s at 3 ranks on 2 cores, where " \
     "a yield can last a time slice), so the bound is soft.  Each operation costs its request (about 1.3 KiB).") \
-  X(setup_world,         BOOL, 1,        0, 1,        NULL, \
-    "Set MPI_COMM_WORLD up inside MPI_Init / MPI_Init_thread (C), where every rank is anyway, so that its " \
-    "nonblocking and persistent collectives are served before any blocking one (setting a communicator " \
-    "up is collective, which a nonblocking call must not be).  0: at its first blocking collective, as " \
-    "every other communicator.  Must be the same on every rank.") \
+  X(setup_world,         BOOL, 0,        0, 1,        NULL, \
+    "1: set MPI_COMM_WORLD up inside the C MPI_Init / MPI_Init_thread, so that its nonblocking and " \
+    "persistent collectives are served before any blocking one (setting a communicator up is collective, " \
+    "which a nonblocking call must not be); the settings are then read there.  Every rank must start " \
+    "through that C call with nodecoll loaded and the same value (not a Fortran rank: its binding calls " \
+    "PMPI_Init), else the others wait in MPI_Init.  0: at its first blocking collective, as every other " \
+    "communicator.") \
   X(progress_thread,     BOOL, 0,        0, 1,        NULL, \
     "A thread per process that progresses nonblocking and persistent operations while the application " \
     "computes without calling MPI (it sleeps while none is outstanding).  Steps through the host MPI are " \

@@ -2,6 +2,7 @@
  * or hands the call, unchanged, to the host MPI's PMPI entry point — in particular every
  * call whose arguments are wrong, so the host reports them with its own error class. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -127,13 +128,22 @@ NC_EXPORT int MPI_Type_commit(MPI_Datatype *type)
     return err;
 }
 
-/* MPI_COMM_WORLD is set up where every rank is anyway (NODECOLL_SETUP_WORLD): otherwise a
- * program whose first collectives on it are nonblocking or persistent would get the host's
- * for as long as it calls no blocking one. */
+/* With NODECOLL_SETUP_WORLD=1, MPI_COMM_WORLD is set up where every rank is anyway: a program
+ * whose first collectives on it are nonblocking or persistent is served from the start.  Off
+ * by default, and then the settings are not even read here (a program may still set them
+ * before its first collective): set-up is collective, and a rank that starts without this
+ * call (a Fortran rank, whose binding calls PMPI_Init; an executable of an MPMD job without
+ * nodecoll) would leave the others waiting in MPI_Init. */
 static int set_up_world(int err)
 {
+    const char *asked = getenv("NODECOLL_SETUP_WORLD");
+    int64_t on = 0;
+    char why_not[200];
+    if (err != MPI_SUCCESS || !asked || !*asked ||
+        nc_setting_parse(nc_setting_named("setup_world"), asked, &on, why_not, sizeof why_not) || !on)
+        return err;
     nc_alg_id why;
-    if (err == MPI_SUCCESS && nc_config_get()->setup_world) (void)nc_mpi_lookup(MPI_COMM_WORLD, &why);
+    if (nc_config_get()->setup_world) (void)nc_mpi_lookup(MPI_COMM_WORLD, &why);
     return err;
 }
 
