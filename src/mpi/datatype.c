@@ -102,11 +102,15 @@ static const named_type *recent_named(MPI_Datatype type)
     return NULL;
 }
 
-int nc_datatype_known_predefined(MPI_Datatype type) { return recent_named(type) != NULL; }
-
-/* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
 NC_HOT_TLS nc_dense_type nc_last_dense_type;
 
+int nc_datatype_known_predefined(MPI_Datatype type)
+{
+    const nc_dense_type *last = &nc_last_dense_type; /* (hot: no __tls_get_addr, as recent_types costs) */
+    return (last->size && last->type == type) || recent_named(type) != NULL;
+}
+
+/* 0 and the type's size and density, or 1 if the type cannot be used (null, uncommitted). */
 static int describe_type(MPI_Datatype type, MPI_Count *size, int *dense)
 {
     const named_type *known = recent_named(type);
