@@ -117,6 +117,10 @@
     "Neighbourhood collectives: a rank reads its in-neighbours' blocks of up to this size before the larger " \
     "ones, and sends its small blocks to other nodes first (Balaji et al.'s bins; zero-size neighbours are never " \
     "contacted).") \
+  X(neighbor_copy_max,   SIZE, 4096,     0, 67108864, NULL, \
+    "Neighbour_alltoall(v,w): in a publication too large for the sender's slot, blocks of up to this size " \
+    "travel through its move area (a copy each way, no system call); larger ones are read from its buffer " \
+    "by single copy.") \
   X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
     "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
     "doubling or dissemination for small or skewed ones; recursive doubling needs a power-of-two node count).") \

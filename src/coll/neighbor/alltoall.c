@@ -99,11 +99,13 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
     nc_edge_span *table = (nc_edge_span *)(void *)nc_move_area(c, NULL);
     size_t at = nc_carved(sizeof(nc_edge_span) * (size_t)nb->outdegree), end = at + nc_neighbor_slot_room(c, at);
     size_t direct_end = 0, direct_total = 0; /* of the blocks read from my buffer */
+    size_t copy_max = (size_t)c->cfg.neighbor_copy_max; /* (tuning.md: a 16 KiB block copied took twice its read) */
     int direct = 0, nreaders = 0;
     for (int j = 0; j < nb->outdegree; j++) {
         int r = nb->out[j];
         size_t len = nc_vec_len(send, j);
-        int reader = len && r != c->rank && nc_neighbor_local(c, r), in_slot = reader && len <= end - at;
+        int reader = len && r != c->rank && nc_neighbor_local(c, r);
+        int in_slot = reader && len <= copy_max && len <= end - at;
         table[j] = (nc_edge_span){in_slot ? at : nc_vec_off(send, j), len, r, (uint32_t)in_slot};
         if (in_slot) memcpy((char *)table + at, nc_vec_at(send, j), len);
         at += in_slot ? len : 0;
