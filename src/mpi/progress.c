@@ -16,6 +16,17 @@
 #define NC_CAT(a, b) NC_CAT_(a, b)
 #define NC_HOST(name, sfx) NC_CAT(PMPI_, NC_CAT(name, sfx))
 
+/* MPI_<Blocking><sfx>, a send, as its nonblocking form MPI_<Nonblocking><sfx> waited for. */
+#define NC_BLOCKING_SEND(sfx, count_t, Blocking, Nonblocking)                                                        \
+    NC_EXPORT int NC_CAT(NC_CAT(MPI_, Blocking), sfx)(const void *buf, count_t count, MPI_Datatype type, int dest,    \
+                                                      int tag, MPI_Comm comm)                                        \
+    {                                                                                                                \
+        if (nc_mpi_host_may_block()) return NC_HOST(Blocking, sfx)(buf, count, type, dest, tag, comm);               \
+        MPI_Request r;                                                                                               \
+        int err = NC_HOST(Nonblocking, sfx)(buf, count, type, dest, tag, comm, &r);                                  \
+        return err != MPI_SUCCESS ? err : nc_mpi_wait_host(&r, MPI_STATUS_IGNORE);                                   \
+    }
+
 /* The point-to-point calls of one count type (`count_t`), `sfx` "" or _c. */
 #define NC_BLOCKING_P2P(sfx, count_t)                                                                                \
     NC_EXPORT int NC_CAT(MPI_Recv, sfx)(void *buf, count_t count, MPI_Datatype type, int source, int tag,            \
@@ -26,30 +37,9 @@
         int err = NC_HOST(Irecv, sfx)(buf, count, type, source, tag, comm, &r);                                     \
         return err != MPI_SUCCESS ? err : nc_mpi_wait_host(&r, status);                                              \
     }                                                                                                                \
-    NC_EXPORT int NC_CAT(MPI_Send, sfx)(const void *buf, count_t count, MPI_Datatype type, int dest, int tag,        \
-                                        MPI_Comm comm)                                                               \
-    {                                                                                                                \
-        if (nc_mpi_host_may_block()) return NC_HOST(Send, sfx)(buf, count, type, dest, tag, comm);                   \
-        MPI_Request r;                                                                                               \
-        int err = NC_HOST(Isend, sfx)(buf, count, type, dest, tag, comm, &r);                                       \
-        return err != MPI_SUCCESS ? err : nc_mpi_wait_host(&r, MPI_STATUS_IGNORE);                                   \
-    }                                                                                                                \
-    NC_EXPORT int NC_CAT(MPI_Ssend, sfx)(const void *buf, count_t count, MPI_Datatype type, int dest, int tag,       \
-                                         MPI_Comm comm)                                                              \
-    {                                                                                                                \
-        if (nc_mpi_host_may_block()) return NC_HOST(Ssend, sfx)(buf, count, type, dest, tag, comm);                  \
-        MPI_Request r;                                                                                               \
-        int err = NC_HOST(Issend, sfx)(buf, count, type, dest, tag, comm, &r);                                      \
-        return err != MPI_SUCCESS ? err : nc_mpi_wait_host(&r, MPI_STATUS_IGNORE);                                   \
-    }                                                                                                                \
-    NC_EXPORT int NC_CAT(MPI_Rsend, sfx)(const void *buf, count_t count, MPI_Datatype type, int dest, int tag,       \
-                                         MPI_Comm comm)                                                              \
-    {                                                                                                                \
-        if (nc_mpi_host_may_block()) return NC_HOST(Rsend, sfx)(buf, count, type, dest, tag, comm);                  \
-        MPI_Request r;                                                                                               \
-        int err = NC_HOST(Irsend, sfx)(buf, count, type, dest, tag, comm, &r);                                      \
-        return err != MPI_SUCCESS ? err : nc_mpi_wait_host(&r, MPI_STATUS_IGNORE);                                   \
-    }                                                                                                                \
+    NC_BLOCKING_SEND(sfx, count_t, Send, Isend)                                                                      \
+    NC_BLOCKING_SEND(sfx, count_t, Ssend, Issend)                                                                    \
+    NC_BLOCKING_SEND(sfx, count_t, Rsend, Irsend)                                                                    \
     NC_EXPORT int NC_CAT(MPI_Sendrecv, sfx)(const void *sendbuf, count_t sendcount, MPI_Datatype sendtype, int dest, \
                                             int sendtag, void *recvbuf, count_t recvcount, MPI_Datatype recvtype,    \
                                             int source, int recvtag, MPI_Comm comm, MPI_Status *status)              \

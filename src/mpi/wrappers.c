@@ -143,7 +143,7 @@ static int set_up_world(int err)
         nc_setting_parse(nc_setting_named("setup_world"), asked, &on, why_not, sizeof why_not) || !on)
         return err;
     nc_alg_id why;
-    if (nc_config_get()->setup_world) (void)nc_mpi_lookup(MPI_COMM_WORLD, &why);
+    (void)nc_mpi_lookup(MPI_COMM_WORLD, &why);
     return err;
 }
 
