@@ -177,8 +177,8 @@ static counts counted(const call *c)
 }
 
 /* Which way the data went: on heap buffers (everybody's, at least NODECOLL_HEAP_MIN, one
- * node) never through CMA; without CMA, Bcast and Allreduce single copy exactly when every
- * rank's buffer is in a heap (Bcast: the root's). */
+ * node) never through CMA; Reduce single copy exactly when every rank's buffers are in a
+ * heap; without CMA, Bcast and Allreduce too (Bcast: when the root's is). */
 static void check_way(const call *c, counts before, int all_in_heap, int root_in_heap, const char *what)
 {
     counts after = counted(c);
@@ -186,7 +186,11 @@ static void check_way(const call *c, counts before, int all_in_heap, int root_in
     if (all_in_heap && c->block >= heap_min)
         T_CHECK(after.cma == before.cma, "%s: %llu single-copy transfers through CMA on heap buffers", what,
                 (unsigned long long)(after.cma - before.cma));
-    if (!cma_off || c->block < (size_t)1 << 20) return; /* (far above every single-copy threshold) */
+    if (c->block < (size_t)1 << 20) return; /* (far above every single-copy threshold) */
+    if (c->coll == C_REDUCE) /* (with CMA or without: the slices only on heap buffers, the tree otherwise) */
+        T_CHECK(after.alg_cma - before.alg_cma == (uint64_t)all_in_heap, "%s: single copy %s", what,
+                all_in_heap ? "not run on heap buffers" : "run though a buffer is outside the heaps");
+    if (!cma_off) return;
     if (c->coll == C_BCAST) {
         T_CHECK(after.alg_cma - before.alg_cma == (uint64_t)root_in_heap, "%s: single copy %s", what,
                 root_in_heap ? "not run though the root's buffer is in its heap" : "run on a buffer outside the heap");

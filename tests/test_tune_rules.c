@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/tune.h"
 
 static int failures;
@@ -220,8 +221,26 @@ static void merge_subset(void)
           written());
 }
 
+/* What nodecoll-info and tuning.md print for a setting (its default and range) reads back as
+ * the same value: a user may type what the docs show (\"1T\" once did not). */
+static void settings_read_back(void)
+{
+    for (int i = 0; i < nc_setting_count(); i++) {
+        const nc_setting_info *info = nc_setting(i);
+        const int64_t values[] = {info->default_value, info->min, info->max};
+        for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+            char text[64], why[256];
+            int64_t back = 0;
+            nc_setting_format(info, values[k], text, sizeof text);
+            CHECK(nc_setting_parse(info, text, &back, why, sizeof why) == 0 && back == values[k],
+                  "%s: \"%s\" does not read back as %lld (%s)", info->env_name, text, (long long)values[k], why);
+        }
+    }
+}
+
 int main(void)
 {
+    settings_read_back();
     /* A good file. */
     static const char *good = "barrier 4 0 0 flat\n"
                               "bcast 4 0 16K shm radix=2   # comment\n"

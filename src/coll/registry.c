@@ -20,8 +20,10 @@
 #define NC_ANY NC_NO_SETTING
 
 typedef enum { NC_CALL = 0, NC_NODE_STEP = 1 } nc_level;
-/* A row's level may carry this mark: only when the node has topology groups. */
+/* A row's level may carry these marks: only when the node has topology groups; only for a
+ * node step whose buffers the node's ranks agreed lie in their shared heaps (nc_args). */
 #define NC_GROUPED 2
+#define NC_HEAP_AGREED 4
 
 typedef struct nc_row {
     nc_coll_id coll;
@@ -67,8 +69,11 @@ static const nc_row rows[] = {
     NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER), NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER),
     NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK), NC_ALLREDUCE_STEP_ROWS(NC_COLL_REDUCE_SCATTER_BLOCK),
     NC_REDUCE_CALL_ROWS(NC_COLL_REDUCE),
-    /* Reduce's node step: the single-copy slices only from NODECOLL_REDUCE_ROOT_CMA_MIN (at 2
-     * ranks the fan-in tree was faster at every size); flat and shm when forced. */
+    /* Reduce's node step: the single-copy slices on buffers in the shared heaps from
+     * NODECOLL_REDUCE_ROOT_HEAP_MIN (twice as fast as the tree there), through CMA only from
+     * NODECOLL_REDUCE_ROOT_CMA_MIN (at 2 ranks the fan-in tree was faster at every size);
+     * flat and shm when forced. */
+    {NC_COLL_REDUCE, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_heap_min), NC_ANY, NC_NODE_STEP | NC_HEAP_AGREED},
     {NC_COLL_REDUCE, &nc_reduce_cma, NC_ANY, NC_SETTING(reduce_root_cma_min), NC_ANY, NC_NODE_STEP},
     {NC_COLL_REDUCE, &nc_reduce_tree, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
     {NC_COLL_REDUCE, &nc_reduce_flat, NC_ANY, NC_ANY, NC_ANY, NC_NODE_STEP},
@@ -112,9 +117,10 @@ static const nc_row rows[] = {
 
 static int64_t setting(const nc_comm *c, size_t offset) { return *(const int64_t *)((const char *)&c->cfg + offset); }
 
-static int row_matches(const nc_row *r, const nc_comm *c, size_t bytes)
+static int row_matches(const nc_row *r, const nc_comm *c, const nc_args *a, size_t bytes)
 {
     if ((r->level & NC_GROUPED) && !c->node.hier) return 0;
+    if ((r->level & NC_HEAP_AGREED) && !a->heap_agreed) return 0;
     if (r->max_ranks_setting != NC_NO_SETTING && c->node.size > setting(c, r->max_ranks_setting)) return 0;
     if (r->min_bytes_setting != NC_NO_SETTING && (int64_t)bytes < setting(c, r->min_bytes_setting)) return 0;
     return r->max_bytes_setting == NC_NO_SETTING || (int64_t)bytes <= setting(c, r->max_bytes_setting);
@@ -178,7 +184,7 @@ static const nc_algorithm *choose(nc_level level, const nc_comm *c, const nc_arg
     if (alg || (alg = tuned(level, c, a, bytes))) return alg;
     const size_t nrows = sizeof rows / sizeof rows[0];
     for (size_t i = 0; i < nrows; i++)
-        if (rows[i].coll == a->coll && level_of(&rows[i]) == level && row_matches(&rows[i], c, bytes) &&
+        if (rows[i].coll == a->coll && level_of(&rows[i]) == level && row_matches(&rows[i], c, a, bytes) &&
             rows[i].alg->applies(c, a))
             return rows[i].alg;
     return NULL; /* unreachable: every collective ends in a row that always applies */

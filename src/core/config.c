@@ -101,6 +101,7 @@ static int parse_number(const char *s, int allow_suffix, int64_t *v)
         case 'K': scale = 1LL << 10; break;
         case 'M': scale = 1LL << 20; break;
         case 'G': scale = 1LL << 30; break;
+        case 'T': scale = 1LL << 40; break;
         default: return -1;
         }
         end++;

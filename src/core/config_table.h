@@ -86,6 +86,9 @@
   X(reduce_root_cma_min, SIZE, 1099511627776, 0, 1099511627776, NULL, \
     "auto uses the single-copy slice algorithm for Reduce (to a root) from this many bytes up, when CMA works " \
     "(default: never; at 2 ranks the fan-in tree was faster at every size).") \
+  X(reduce_root_heap_min, SIZE, 131072,  0, 1099511627776, NULL, \
+    "auto uses the single-copy slice algorithm for Reduce (to a root) from this many bytes up when every rank's " \
+    "buffers lie in its shared heap (NODECOLL_HEAP; the node's ranks agree on that first, in one flag each).") \
   X(reduce_chunk,        SIZE, 262144,    64, 1073741824, NULL, \
     "Bytes a rank reduces at a time in the slice algorithm (two buffers of this size should stay in cache), " \
     "and per rank per step in the ordered multi-node algorithm.") \

@@ -103,7 +103,16 @@ typedef void W_BOOL, W_FLOAT_INT, W_DOUBLE_INT, W_LONG_INT, W_INT_INT, W_SHORT_I
     NC_BITWISE(X, BOR) NC_BITWISE(X, BXOR) NC_PAIRS(X, MINLOC) NC_PAIRS(X, MAXLOC)                    \
     NC_FORTRAN_LOGICAL(X, LAND) NC_FORTRAN_LOGICAL(X, LOR) NC_FORTRAN_LOGICAL(X, LXOR)
 
+#define NC_KERNEL_INTO(OP, ELEM)                                                                      \
+    static void k_into_##OP##_##ELEM(const void *lower, const void *upper, void *out, size_t n)          \
+    {                                                                                                 \
+        const T_##ELEM *restrict a = lower, *restrict b = upper;                                      \
+        T_##ELEM *restrict c = out;                                                                   \
+        for (size_t i = 0; i < n; i++) c[i] = E_##OP(W_OF(ELEM), a[i], b[i]);                          \
+    }
+
 NC_DEFINED(NC_KERNEL)
+NC_DEFINED(NC_KERNEL_INTO)
 
 /* (the Fortran LOGICAL kernels k_FLOG_<OP>_<ELEM> serve op <OP>) */
 #define NC_OP_FLOG_LAND NC_OP_LAND
@@ -111,6 +120,8 @@ NC_DEFINED(NC_KERNEL)
 #define NC_OP_FLOG_LXOR NC_OP_LXOR
 #define NC_TABLE_ENTRY(OP, ELEM) [NC_OP_##OP][NC_ELEM_##ELEM] = k_##OP##_##ELEM,
 static const nc_reduce_fn kernels[NC_OP_COUNT][NC_ELEM_COUNT] = {NC_DEFINED(NC_TABLE_ENTRY)};
+#define NC_TABLE_ENTRY_INTO(OP, ELEM) [NC_OP_##OP][NC_ELEM_##ELEM] = k_into_##OP##_##ELEM,
+static const nc_reduce_into_fn kernels_into[NC_OP_COUNT][NC_ELEM_COUNT] = {NC_DEFINED(NC_TABLE_ENTRY_INTO)};
 
 static const size_t elem_sizes[NC_ELEM_COUNT] = {
 #define NC_SIZE_ENTRY(ELEM) [NC_ELEM_##ELEM] = sizeof(T_##ELEM),
@@ -129,6 +140,11 @@ static const char *const elem_names[] = {
 nc_reduce_fn nc_kernel(nc_op_id op, nc_elem_id elem)
 {
     return op < NC_OP_COUNT && elem < NC_ELEM_COUNT ? kernels[op][elem] : NULL;
+}
+
+nc_reduce_into_fn nc_kernel_into(nc_op_id op, nc_elem_id elem)
+{
+    return op < NC_OP_COUNT && elem < NC_ELEM_COUNT ? kernels_into[op][elem] : NULL;
 }
 
 size_t nc_elem_size(nc_elem_id elem) { return elem_sizes[elem]; }

@@ -34,6 +34,9 @@ typedef enum {
 
 /* inout[i] = in[i] op inout[i]: the MPI convention, where `in` holds the lower ranks. */
 typedef void (*nc_reduce_fn)(const void *in, void *inout, size_t count, void *ctx);
+/* out[i] = lower[i] op upper[i], out overlapping neither input: one pass where a copy and a
+ * fold would take two (the large reductions' slices run at memory speed only so). */
+typedef void (*nc_reduce_into_fn)(const void *lower, const void *upper, void *out, size_t count);
 
 /* An operation bound to an element type: what the algorithms call. */
 typedef struct nc_reduction {
@@ -42,10 +45,13 @@ typedef struct nc_reduction {
     size_t elem_size;   /* bytes of one element as packed */
     int commutative;
     const void *host;   /* the adapter's op and datatype, for steps through the host MPI */
+    nc_reduce_into_fn into; /* a predefined op's three-operand kernel, or NULL (a user op) */
 } nc_reduction;
 
 /* The kernel for a predefined op on an element type, or NULL where MPI does not define it. */
 nc_reduce_fn nc_kernel(nc_op_id op, nc_elem_id elem);
+/* Its three-operand form (NULL where nc_kernel is). */
+nc_reduce_into_fn nc_kernel_into(nc_op_id op, nc_elem_id elem);
 size_t nc_elem_size(nc_elem_id elem);
 /* How the host MPI reads and writes Fortran LOGICAL: the value it writes for .TRUE. and for
  * .FALSE., and whether it reads only `true_value` as true (exact) or anything but

@@ -36,6 +36,7 @@ static void run_share(nc_team *t, const nc_job *j, int i)
     case NC_JOB_PEER_READ: err = nc_peer_read(j->peer, j->src + first, j->dst + first, len); break;
     case NC_JOB_PEER_WRITE: err = nc_peer_write(j->peer, j->dst + first, j->src + first, len); break;
     case NC_JOB_REDUCE: j->op.fn(j->src + first, j->dst + first, len / j->grain, j->op.ctx); break;
+    case NC_JOB_REDUCE_INTO: j->op.into(j->src + first, j->upper + first, j->dst + first, len / j->grain); break;
     case NC_JOB_EACH:
         for (size_t k = first; k < first + len; k++) j->each(j->ctx, k);
         break;
@@ -144,6 +145,17 @@ void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t c
     size_t bytes = count * op->elem_size;
     run_job((nc_job){.kind = NC_JOB_REDUCE, .dst = inout, .src = in, .bytes = bytes, .grain = op->elem_size,
                      .op = *op}, bytes);
+}
+
+void nc_par_reduce_into(const nc_reduction *op, const void *lower, const void *upper, void *out, size_t count)
+{
+    if (!leading) {
+        op->into(lower, upper, out, count);
+        return;
+    }
+    size_t bytes = count * op->elem_size;
+    run_job((nc_job){.kind = NC_JOB_REDUCE_INTO, .dst = out, .src = lower, .upper = upper, .bytes = bytes,
+                     .grain = op->elem_size, .op = *op}, bytes);
 }
 
 void nc_par_each(void (*fn)(void *ctx, size_t item), void *ctx, size_t items, size_t bytes)

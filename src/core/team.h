@@ -17,13 +17,14 @@
 
 #define NC_TEAM_MAX 64
 
-typedef enum { NC_JOB_COPY, NC_JOB_PEER_READ, NC_JOB_PEER_WRITE, NC_JOB_REDUCE, NC_JOB_EACH, NC_JOB_EXIT } nc_job_kind;
+typedef enum { NC_JOB_COPY, NC_JOB_PEER_READ, NC_JOB_PEER_WRITE, NC_JOB_REDUCE, NC_JOB_REDUCE_INTO, NC_JOB_EACH, NC_JOB_EXIT } nc_job_kind;
 
 typedef struct nc_job {
     nc_job_kind kind;
     int parts;           /* threads 0..parts-1 take a share; the others sit this one out */
     char *dst;
     const char *src;
+    const char *upper;   /* NC_JOB_REDUCE_INTO: dst = src op upper */
     size_t bytes;        /* total; shares are cut on `grain` boundaries */
     size_t grain;        /* element size for reductions, 64 (a cache line) otherwise */
     const nc_peer *peer; /* of a single-copy job */
@@ -57,6 +58,8 @@ int nc_team_serve(nc_team *t, int thread);
 void nc_par_copy(void *dst, const void *src, size_t bytes);
 int nc_par_single_copy(int write, const nc_peer *peer, void *remote, void *local, size_t bytes);
 void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t count);
+/* out = lower op upper with op->into (which must be set), out overlapping neither. */
+void nc_par_reduce_into(const nc_reduction *op, const void *lower, const void *upper, void *out, size_t count);
 /* fn(ctx, 0 .. items-1), the items divided into consecutive groups among the team's threads
  * (Luo et al.'s "Group": each thread serves its own peers); `bytes` is the work they move. */
 void nc_par_each(void (*fn)(void *ctx, size_t item), void *ctx, size_t items, size_t bytes);

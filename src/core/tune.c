@@ -49,6 +49,7 @@ static int parse_bytes(const char *s, uint64_t *v)
     case 'K': scale = 1ULL << 10; end++; break;
     case 'M': scale = 1ULL << 20; end++; break;
     case 'G': scale = 1ULL << 30; end++; break;
+    case 'T': scale = 1ULL << 40; end++; break;
     default: break;
     }
     if (*end || x > UINT64_MAX / scale) return -1;

@@ -411,7 +411,7 @@ static int describe_user(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, siz
     if (op == MPI_OP_NULL || !find_user_op(op, &u)) return 1;
     rc->host = (nc_host_op){op, type};
     rc->user = (nc_user_call){.fn = u.fn, .fn_c = u.fn_c, .type = type, .extent = extent, .fortran = u.fortran};
-    rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host};
+    rc->red = (nc_reduction){call_user_op, &rc->user, extent, u.commutative, &rc->host, NULL};
     return 0;
 }
 
@@ -452,6 +452,7 @@ static int describe_uncached(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op,
     rc->red.elem_size = t->extent;
     if (!(group_ops[t->group] & (1u << id))) return 1;
     rc->red.fn = nc_kernel(id, t->elem);
+    rc->red.into = nc_kernel_into(id, t->elem);
     rc->red.ctx = NULL;
     rc->host.op = bridge_op(id, op);
     rc->red.commutative = 1;
@@ -507,7 +508,7 @@ static void host_reduce_local(const void *in, void *inout, size_t count, void *c
 void nc_mpi_host_reduction(nc_mpi_reduction *rc, MPI_Datatype type, MPI_Op op, size_t extent, int commutative)
 {
     rc->host = (nc_host_op){op, type};
-    rc->red = (nc_reduction){host_reduce_local, &rc->host, extent, commutative, &rc->host};
+    rc->red = (nc_reduction){host_reduce_local, &rc->host, extent, commutative, &rc->host, NULL};
 }
 
 /* ---- the entry points: one adapter per collective serves every call form -------------- */

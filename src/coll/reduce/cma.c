@@ -31,20 +31,31 @@ static void learn_buffers(cma_state *st, const nc_node *n)
     st->result[st->q] = (char *)(uintptr_t)atomic_load_explicit(&pub->aux[1], memory_order_relaxed);
 }
 
-/* My result for elements [e, e + cnt) in acc, to whoever needs it. */
-static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char *acc, size_t cnt)
+/* Where my result for elements [e, e + cnt) ends up in my own memory, or NULL: none does. */
+static char *own_result(const cma_state *st, const nc_node *n, size_t e)
+{
+    const nc_reduce_call *call = &st->head.call;
+    size_t es = call->red->elem_size;
+    if (call->deliver == NC_DELIVER_OWN) return (st->aside ? st->aside : call->recv) + (e - st->lo) * es;
+    if (call->deliver == NC_DELIVER_ALL || call->deliver == n->rank) return st->result[n->rank] + e * es;
+    return NULL;
+}
+
+/* My result for elements [e, e + cnt) in acc, to whoever needs it but me (`mine_done`: my
+ * own result already holds it). */
+static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char *acc, size_t cnt, int mine_done)
 {
     const nc_node *n = &c->node;
     const nc_reduce_call *call = &st->head.call;
     size_t es = call->red->elem_size, off = e * es, len = cnt * es;
     if (call->deliver == NC_DELIVER_OWN) {
-        nc_copy_bytes((st->aside ? st->aside : call->recv) + (e - st->lo) * es, acc, len);
+        if (!mine_done) nc_copy_bytes(own_result(st, n, e), acc, len);
         return;
     }
     for (int q = 0; q < n->size; q++) {
         if (call->deliver != NC_DELIVER_ALL && call->deliver != q) continue;
-        if (q == n->rank) nc_copy_bytes(st->result[q] + off, acc, len);
-        else nc_node_single_copy_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
+        if (q != n->rank) nc_node_single_copy_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
+        else if (!mine_done) nc_copy_bytes(st->result[q] + off, acc, len);
     }
 }
 
@@ -63,9 +74,23 @@ static const char *input_chunk(const cma_state *st, nc_comm *c, int q, size_t of
     return into;
 }
 
+static int overlap(const char *a, const char *b, size_t len) { return a < b + len && b < a + len; }
+
+/* Where to build my result for chunk [e, e + cnt): straight in my own result when that is not
+ * my input (in place, my input chunk is still to be read), which saves copying it there.
+ * (Other ranks' inputs are never in my memory: mapped, they lie apart; read, they land in
+ * acc or tmp.) */
+static char *chunk_target(const cma_state *st, const nc_node *n, size_t e, size_t len, char *acc)
+{
+    char *own = own_result(st, n, e);
+    if (!own || overlap(own, st->head.call.send + e * st->head.call.red->elem_size, len)) return acc;
+    return own;
+}
+
 /* Reduces my slice of everybody's input, `chunk` elements at a time, in rank order from the
- * highest down.  Only I touch this slice of anybody's buffers, so I may overwrite a peer's
- * input there (in place) right after reading it. */
+ * highest down: the two highest ranks' chunks combine in one pass into the chunk's target,
+ * the lower ones fold into it.  Only I touch this slice of anybody's buffers, so I may
+ * overwrite a peer's input there (in place) right after reading it. */
 static void reduce_slice(const cma_state *st, nc_comm *c, nc_coll_id coll)
 {
     nc_node *n = &c->node;
@@ -74,14 +99,20 @@ static void reduce_slice(const cma_state *st, nc_comm *c, nc_coll_id coll)
     size_t chunk = (size_t)nc_registry_param(c, coll, call->count * es, NC_TUNE_CHUNK, c->cfg.reduce_chunk) / es;
     if (!chunk) chunk = 1;
     char *acc = nc_reduce_scratch(n, NC_SCRATCH_CHUNKS, 2 * chunk * es), *tmp = acc + chunk * es;
+    int top = n->size - 1;
     for (size_t e = st->lo; e < st->hi; e += chunk) {
         size_t cnt = nc_min_size(chunk, st->hi - e), off = e * es, len = cnt * es;
-        for (int q = n->size - 1; q >= 0; q--) {
-            const char *src = input_chunk(st, c, q, off, len, q == n->size - 1 ? acc : tmp);
-            if (q != n->size - 1) nc_fold(call->red, src, acc, cnt);
-            else if (src != acc) nc_copy_bytes(acc, src, len);
+        char *out = chunk_target(st, n, e, len, acc);
+        const char *upper = input_chunk(st, c, top, off, len, acc);
+        if (!top) {
+            if (upper != out) nc_copy_bytes(out, upper, len);
+        } else {
+            const char *lower = input_chunk(st, c, top - 1, off, len, tmp);
+            if (upper == out) nc_fold(call->red, lower, out, cnt); /* (read into acc, the target) */
+            else nc_fold_into(call->red, lower, upper, out, cnt);
         }
-        deliver_chunk(st, c, e, acc, cnt);
+        for (int q = top - 2; q >= 0; q--) nc_fold(call->red, input_chunk(st, c, q, off, len, tmp), out, cnt);
+        deliver_chunk(st, c, e, out, cnt, out != acc);
     }
 }
 

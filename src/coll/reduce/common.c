@@ -18,6 +18,17 @@ void nc_fold(const nc_reduction *r, const void *lower, void *acc, size_t count)
     if (count) nc_par_reduce(r, lower, acc, count);
 }
 
+void nc_fold_into(const nc_reduction *r, const void *lower, const void *upper, void *out, size_t count)
+{
+    if (!count) return;
+    if (r->into) {
+        nc_par_reduce_into(r, lower, upper, out, count);
+        return;
+    }
+    nc_copy_bytes(out, upper, count * r->elem_size);
+    nc_par_reduce(r, lower, out, count);
+}
+
 char *nc_reduce_scratch(nc_node *n, int which, size_t bytes)
 {
     if (!n->scratch[which] || n->scratch_bytes[which] < bytes) {
@@ -94,10 +105,11 @@ nc_step nc_node_reduce_progress(nc_op *op, nc_node_reduce_step *st)
         st->alg = &nc_reduce_flat;
         return NC_DONE;
     }
-    /* Without CMA the slices run single copy only if every rank's buffers are in its heap:
-     * the node votes when they would be chosen, and the others run otherwise. */
-    st->alg = choose(op->c, st->coll, call, nc_heap_only(op->c));
-    if (nc_heap_only(op->c) && st->alg == &nc_reduce_cma) {
+    /* Where the slices need every rank's buffers in its heap (without CMA), or are chosen
+     * only when they are (Reduce), the node votes first, and the others run otherwise. */
+    st->alg = choose(op->c, st->coll, call, n->heap);
+    if (st->alg == &nc_reduce_cma && n->heap &&
+        (nc_heap_only(op->c) || choose(op->c, st->coll, call, 0) != &nc_reduce_cma)) {
         nc_heap_vote_setup(&st->vote, slices_reach_me(n, call));
         NC_AWAIT_STEP(st, nc_heap_vote_progress(op, &st->vote));
         if (!st->vote.all) st->alg = choose(op->c, st->coll, call, 0);

@@ -56,6 +56,9 @@ static inline size_t nc_min_size(size_t a, size_t b) { return a < b ? a : b; }
 void nc_copy_bytes(void *dst, const void *src, size_t len);
 /* acc = lower op acc, `count` elements (shared with the caller's thread team, if any). */
 void nc_fold(const nc_reduction *r, const void *lower, void *acc, size_t count);
+/* out = lower op upper, out overlapping neither: one pass for a predefined op, a copy and a
+ * fold for a user's (which only combines into its second argument). */
+void nc_fold_into(const nc_reduction *r, const void *lower, const void *upper, void *out, size_t count);
 
 /* The node's private working memory, kept between calls so its pages stay mapped (a freshly
  * touched page costs ~1.6 us): chunks of the slice algorithms and of ordered, whole vectors
