@@ -8,8 +8,12 @@ else()
   set(NODECOLL_MOVE_CASES 2)
 endif()
 set(NODECOLL_MOVE_SMALL_SLOT "slot:NODECOLL_MOVE_SLOT=256")
+# push: Allgather's ranks write their blocks into every result from 1 KiB blocks on (in place
+# too, every rank count), instead of from NODECOLL_ALLGATHER_PUSH_MIN's 1 MiB.
+set(NODECOLL_MOVE_PUSH "push:NODECOLL_ALLGATHER_PUSH_MIN=1K,NODECOLL_MOVE_SLOT=256")
 nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 1 2 ENVS "default:" ${NODECOLL_MOVE_SMALL_SLOT}
-  "nodes2:NODECOLL_RANKS_PER_NODE=1" ARGS 2 LABELS quick)
+  "nodes2:NODECOLL_RANKS_PER_NODE=1" ${NODECOLL_MOVE_PUSH} ARGS 2 LABELS quick)
+nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 3 ENVS ${NODECOLL_MOVE_PUSH} ARGS ${NODECOLL_MOVE_CASES} LABELS quick)
 nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 3 4
   ENVS "default:" "nodes2:NODECOLL_RANKS_PER_NODE=2" "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
   ARGS ${NODECOLL_MOVE_CASES} LABELS quick)

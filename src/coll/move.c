@@ -209,10 +209,14 @@ void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
     nc_flag_post(f, g + 1);
 }
 
-void nc_small_put_in_round(nc_node *n, uint64_t g)
+/* A header: published in the round, by a rank whose receive buffer may be written into, with
+ * a block of the low bits' length (payload lengths never reach this bit). */
+#define SMALL_WRITABLE ((uint64_t)1 << 61)
+
+void nc_small_put_in_round(nc_node *n, uint64_t g, uint64_t writable)
 {
     nc_small_take(n, g, 0);
-    nc_small_post(n, g, NC_SMALL_IN_ROUND);
+    nc_small_post(n, g, writable && writable < SMALL_WRITABLE ? SMALL_WRITABLE | writable : NC_SMALL_IN_ROUND);
 }
 
 void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes)
@@ -235,6 +239,8 @@ int nc_small_posted(const nc_comm *c, int peer, uint64_t g, nc_small *s)
     if (nc_flag_read(f) < g + 1) return 0;
     if (!s) return 1;
     uint64_t header = atomic_load_explicit(&f->aux[0], memory_order_relaxed);
+    s->writable = header != NC_SMALL_IN_ROUND && (header & SMALL_WRITABLE) ? header & ~SMALL_WRITABLE : 0;
+    if (s->writable) header = NC_SMALL_IN_ROUND;
     s->uniform = header != NC_SMALL_IN_ROUND && (header & NC_SMALL_UNIFORM);
     s->bytes = s->uniform ? header & ~NC_SMALL_UNIFORM : header;
     s->data = s->bytes == NC_SMALL_IN_ROUND ? NULL

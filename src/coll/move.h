@@ -161,6 +161,9 @@ typedef struct nc_small {
     uint64_t bytes;
     const char *data;
     int uniform;
+    uint64_t writable; /* published in the round by a rank that offers its receive buffer to
+                        * writers, with a block of this many bytes (nc_small_put_in_round);
+                        * else 0 */
 } nc_small;
 
 /* A payload of one block per reader: when every other rank of the node gets a block of the
@@ -179,8 +182,10 @@ int nc_small_free(nc_op *op, nc_node *n, uint64_t g, size_t payload);
 char *nc_small_take(nc_node *n, uint64_t g, size_t payload);
 /* Posts my flag of fragment g: `header` is the payload's length or NC_SMALL_IN_ROUND. */
 void nc_small_post(nc_node *n, uint64_t g, uint64_t header);
-/* Takes my flag of fragment g and posts it as published in the round (once free). */
-void nc_small_put_in_round(nc_node *n, uint64_t g);
+/* Takes my flag of fragment g and posts it as published in the round (once free);
+ * `writable`: 0, or my block's length when my receive buffer may be written into by the
+ * node's other ranks (Allgather's push: allgather/on_node.c). */
+void nc_small_put_in_round(nc_node *n, uint64_t g, uint64_t writable);
 /* Takes, fills with `bytes` of `data` and posts my slot of fragment g (once free). */
 void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes);
 /* Whether node rank `peer` has posted fragment g (no wait recorded); then *s (if not NULL)

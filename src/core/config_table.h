@@ -127,6 +127,13 @@
   X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
     "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
     "doubling or dissemination for small or skewed ones; recursive doubling needs a power-of-two node count).") \
+  X(allgather_push_min,  SIZE, 1048576,   0, 1099511627776, NULL, \
+    "Allgather on one node: from this many bytes per block, when every rank's receive buffer can be written into " \
+    "(contiguous; with CMA, or in the shared heaps), each rank writes its block into every result instead of each " \
+    "reading every block (one read of a block feeds every result; the ranks agree first, in one flag each).") \
+  X(allgather_push_chunk, SIZE, 262144,  4096, 1099511627776, NULL, \
+    "Bytes of its block a rank reads at a time and writes into every result in Allgather's push (NODECOLL_ALLGATHER_PUSH_MIN): " \
+    "a piece should stay in cache between its writes.") \
   X(allgatherv_ring_min, SIZE, 262144,   0, 1099511627776, NULL, \
     "auto uses the ring across nodes from this total size up, unless the node volumes are skewed.") \
   X(allgatherv_outlier_ratio, INT, 8,    1, 1000000000, NULL, \

@@ -224,7 +224,7 @@ static nc_step progress(nc_op *op, void *state)
         NC_AWAIT(st, nc_small_free(op, &c->node, st->g, 0));
         NC_AWAIT(st, nc_move_readers_done(op, &c->node));
         st->in_slot = publish_spans(c, st);
-        nc_small_put_in_round(&c->node, st->g);
+        nc_small_put_in_round(&c->node, st->g, 0);
     }
     for (st->small = 1; st->small >= 0; st->small--) {
         st->count = bin_peers(c, recv, st->small, st->peers);

@@ -97,7 +97,7 @@ static nc_step progress(nc_op *op, void *state)
         NC_AWAIT(st, nc_move_published(op, c, st->root_nr, st->seq, &st->pub));
         if (st->pub.base) push_block(c, st, a->move.send, a->move.send_bytes);
         else offer_block(c, st, a->move.send, a->move.send_bytes);
-        nc_small_put_in_round(n, st->g);
+        nc_small_put_in_round(n, st->g, 0);
     }
     nc_small_done(n, st->g);
     if (st->in_round) NC_AWAIT(st, nc_move_readers_done(op, n));

@@ -189,7 +189,7 @@ nc_step nc_neighbor_progress(nc_op *op, nc_neighbor_state *st, const nc_neighbor
         NC_AWAIT(st, nc_small_free(op, &c->node, st->g, 0));
         NC_AWAIT(st, nc_move_readers_done(op, &c->node));
         st->awaits_readers = kind->publish(c, a, st->seq, st->readers);
-        nc_small_put_in_round(&c->node, st->g);
+        nc_small_put_in_round(&c->node, st->g, 0);
     }
     copy_own(c, a, kind);
     for (st->count = bin(c, a, st->edges); st->count > 0;) {

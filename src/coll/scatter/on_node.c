@@ -42,7 +42,7 @@ static nc_step progress(nc_op *op, void *state)
             NC_AWAIT(st, nc_small_free(op, n, st->g, 0));
             NC_AWAIT(st, nc_move_readers_done(op, n));
             st->in_slot = nc_move_publish_blocks(c, st->seq, a->move.send_vec, a->root, 0);
-            nc_small_put_in_round(n, st->g);
+            nc_small_put_in_round(n, st->g, 0);
         }
         nc_move_keep_own_block(c, a);
     } else if (a->move.recv_bytes) {
