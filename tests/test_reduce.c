@@ -101,6 +101,17 @@ typedef struct ttype {
     }                                                                                               \
     static int same_##N(const void *a, const void *b) { return !memcmp(a, b, sizeof(T)); }
 
+/* x87's long double holds its value in 10 of its 16 bytes.  Inputs get zeros in the other 6,
+ * so a result must have zeros there too: its bytes come from an input, as the host's do,
+ * never from what the receive buffer held before (check_padding). */
+#define LONG_DOUBLE_PADDED (LDBL_MANT_DIG == 64)
+#define HOLDS_LONG_DOUBLE(T) _Generic((T)0, long double: 1, long double _Complex: 1, default: 0)
+static void zero_long_double_padding(void *x, size_t size)
+{
+    for (size_t at = 0; LONG_DOUBLE_PADDED && at < size; at += sizeof(long double))
+        memset((char *)x + at + 10, 0, sizeof(long double) - 10);
+}
+
 /* PROD inputs are +-2^k so any order of multiplication is exact; MIN/MAX are exact anyway. */
 #define DEF_FLOAT(T, N, EPS)                                                                        \
     static void gen_##N(void *x, int op, uint64_t *rng)                                             \
@@ -109,6 +120,7 @@ typedef struct ttype {
         T t = op == O_PROD ? (T)((v & 1 ? -1 : 1) * ldexp(1.0, (int)(v >> 1) % 5 - 2))              \
                            : (T)((double)(int64_t)v / 9.3e18);                                       \
         memcpy(x, &t, sizeof t);                                                                    \
+        if (HOLDS_LONG_DOUBLE(T)) zero_long_double_padding(x, sizeof t);                            \
     }                                                                                               \
     static void combine_##N(int op, const void *in, void *inout)                                    \
     {                                                                                               \
@@ -148,6 +160,7 @@ typedef struct ttype {
         R im = op == O_PROD ? (R)((int)(v / 4 % 3) - 1) : (R)((double)(int64_t)t_rand(rng) / 9.3e18); \
         T t = re + im * (T)I;                                                                       \
         memcpy(x, &t, sizeof t);                                                                    \
+        if (HOLDS_LONG_DOUBLE(T)) zero_long_double_padding(x, sizeof t);                            \
     }                                                                                               \
     static void combine_##N(int op, const void *in, void *inout)                                    \
     {                                                                                               \
@@ -442,6 +455,22 @@ static void check_element(const rcase *c, const char *got, const char *want, dou
         t_failures++;
 }
 
+/* A result of long doubles has zeros outside their values, as its inputs (above). */
+static void check_padding(const rcase *c, const char *got, size_t n, const char *comm_name)
+{
+    int long_doubles = (c->t->group == G_FLOAT && c->t->size == sizeof(long double)) ||
+                       (c->t->group == G_COMPLEX && c->t->size == sizeof(long double _Complex));
+    if (!LONG_DOUBLE_PADDED || !long_doubles) return;
+    for (size_t at = 0; at < n * c->t->size; at += sizeof(long double))
+        for (size_t b = 10; b < sizeof(long double); b++)
+            if (got[at + b]) {
+                t_fail("%s: %s %s %s count %zu root %d%s: element %zu has byte %zu 0x%02x outside its value, not an "
+                       "input's 0", comm_name, coll_names[c->coll], op_names[c->op], c->t->name, c->count, c->root,
+                       c->in_place ? " in place" : "", at / c->t->size, b, (unsigned)(unsigned char)got[at + b]);
+                return;
+            }
+}
+
 static int call(const rcase *c, MPI_Comm comm, const void *send, void *recv, const int *counts)
 {
     MPI_Datatype type = c->t->type;
@@ -521,6 +550,7 @@ static void run_case(MPI_Comm comm, const char *comm_name, const rcase *c)
     for (size_t i = 0; defined && i < mine; i++)
         check_element(c, recv + i * es, want + (first + i) * es, sum_bound(c, inputs, size, first + i), first + i,
                       comm_name);
+    if (defined) check_padding(c, recv, mine, comm_name);
     for (size_t i = 0; c->t->gaps_same && i < recv_elems; i++)
         if (!c->t->gaps_same(recv + i * es, before + i * es)) {
             t_fail("%s: %s %s %s count %zu: a gap of element %zu was written", comm_name, coll_names[c->coll],

@@ -229,7 +229,7 @@ static void settings_read_back(void)
         const nc_setting_info *info = nc_setting(i);
         const int64_t values[] = {info->default_value, info->min, info->max};
         for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
-            char text[64], why[256];
+            char text[64], why[256] = "";
             int64_t back = 0;
             nc_setting_format(info, values[k], text, sizeof text);
             CHECK(nc_setting_parse(info, text, &back, why, sizeof why) == 0 && back == values[k],

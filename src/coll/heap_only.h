@@ -8,7 +8,8 @@
  *
  * The vote: where a single-copy algorithm would need every rank's buffers in the heaps and
  * another algorithm (the rings) serves the rest, the ranks of the node agree first, in one
- * inline fragment each, whether all of their buffers are there. */
+ * inline fragment each, whether all of their buffers are there.  (Reduce votes on nodes
+ * with CMA too: it runs the slices only on heap buffers, reduce/common.c.) */
 #ifndef NC_HEAP_ONLY_H
 #define NC_HEAP_ONLY_H
 

@@ -30,7 +30,7 @@ typedef struct nc_row {
     const nc_algorithm *alg;
     size_t max_ranks_setting; /* at most this many ranks per node */
     size_t min_bytes_setting, max_bytes_setting;
-    int level; /* nc_level, | NC_GROUPED */
+    int level; /* nc_level, | NC_GROUPED, | NC_HEAP_AGREED */
 } nc_row;
 
 static nc_level level_of(const nc_row *r) { return (nc_level)(r->level & NC_NODE_STEP); }

@@ -1,6 +1,7 @@
 #include "ops.h"
 
 #include <complex.h>
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -142,9 +143,23 @@ nc_reduce_fn nc_kernel(nc_op_id op, nc_elem_id elem)
     return op < NC_OP_COUNT && elem < NC_ELEM_COUNT ? kernels[op][elem] : NULL;
 }
 
+/* Element types with bytes outside their value: x87's long double (10 bytes of 16) and the
+ * pairs whose index leaves a hole.  A kernel stores only values, so a result built by the
+ * three-operand kernel in a buffer would keep that buffer's old bytes there; the copy and
+ * fold that serve these instead leave an input's bytes, as every other algorithm does (and
+ * the host MPIs). */
+#define NC_LONG_DOUBLE_PADDED (LDBL_MANT_DIG == 64)
+static const bool padded[NC_ELEM_COUNT] = {
+    [NC_ELEM_F80] = NC_LONG_DOUBLE_PADDED, [NC_ELEM_C80] = NC_LONG_DOUBLE_PADDED,
+    [NC_ELEM_LONG_DOUBLE_INT] = true,
+    [NC_ELEM_DOUBLE_INT] = sizeof(T_DOUBLE_INT) > sizeof(double) + sizeof(int),
+    [NC_ELEM_LONG_INT] = sizeof(T_LONG_INT) > sizeof(long) + sizeof(int),
+    [NC_ELEM_SHORT_INT] = sizeof(T_SHORT_INT) > sizeof(short) + sizeof(int),
+};
+
 nc_reduce_into_fn nc_kernel_into(nc_op_id op, nc_elem_id elem)
 {
-    return op < NC_OP_COUNT && elem < NC_ELEM_COUNT ? kernels_into[op][elem] : NULL;
+    return op < NC_OP_COUNT && elem < NC_ELEM_COUNT && !padded[elem] ? kernels_into[op][elem] : NULL;
 }
 
 size_t nc_elem_size(nc_elem_id elem) { return elem_sizes[elem]; }

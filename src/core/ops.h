@@ -50,7 +50,8 @@ typedef struct nc_reduction {
 
 /* The kernel for a predefined op on an element type, or NULL where MPI does not define it. */
 nc_reduce_fn nc_kernel(nc_op_id op, nc_elem_id elem);
-/* Its three-operand form (NULL where nc_kernel is). */
+/* Its three-operand form (NULL where nc_kernel is, and for element types with bytes outside
+ * their value, which it would leave as they were in `out`). */
 nc_reduce_into_fn nc_kernel_into(nc_op_id op, nc_elem_id elem);
 size_t nc_elem_size(nc_elem_id elem);
 /* How the host MPI reads and writes Fortran LOGICAL: the value it writes for .TRUE. and for

@@ -450,13 +450,13 @@ void nc_tune_adopt(nc_tune_rules *t, int ranks, nc_config *cfg)
 
 static void format_bytes(uint64_t v, char *out, size_t len)
 {
-    static const char *units[] = {"", "K", "M", "G"};
+    static const char *units[] = {"", "K", "M", "G", "T"};
     int u = 0;
     if (v == NC_TUNE_NO_MAX) {
         snprintf(out, len, "inf");
         return;
     }
-    while (v && v % 1024 == 0 && u < 3) v /= 1024, u++;
+    while (v && v % 1024 == 0 && u < 4) v /= 1024, u++;
     snprintf(out, len, "%" PRIu64 "%s", v, units[u]);
 }
 

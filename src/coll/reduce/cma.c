@@ -41,21 +41,21 @@ static char *own_result(const cma_state *st, const nc_node *n, size_t e)
     return NULL;
 }
 
-/* My result for elements [e, e + cnt) in acc, to whoever needs it but me (`mine_done`: my
- * own result already holds it). */
-static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char *acc, size_t cnt, int mine_done)
+/* My result for elements [e, e + cnt), built at `built`, to whoever needs it but me
+ * (`mine_done`: it was built in my own result). */
+static void deliver_chunk(const cma_state *st, nc_comm *c, size_t e, const char *built, size_t cnt, int mine_done)
 {
     const nc_node *n = &c->node;
     const nc_reduce_call *call = &st->head.call;
     size_t es = call->red->elem_size, off = e * es, len = cnt * es;
     if (call->deliver == NC_DELIVER_OWN) {
-        if (!mine_done) nc_copy_bytes(own_result(st, n, e), acc, len);
+        if (!mine_done) nc_copy_bytes(own_result(st, n, e), built, len);
         return;
     }
     for (int q = 0; q < n->size; q++) {
         if (call->deliver != NC_DELIVER_ALL && call->deliver != q) continue;
-        if (q != n->rank) nc_node_single_copy_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)acc, len, 1);
-        else if (!mine_done) nc_copy_bytes(st->result[q] + off, acc, len);
+        if (q != n->rank) nc_node_single_copy_or_die(c, q, st->result[q] + off, (char *)(uintptr_t)built, len, 1);
+        else if (!mine_done) nc_copy_bytes(st->result[q] + off, built, len);
     }
 }
 

@@ -123,7 +123,8 @@ typedef struct nc_node_reduce_step {
     int pc;
     nc_coll_id coll;
     const nc_algorithm *alg; /* the node algorithm (its id: for the caller's counters) */
-    nc_heap_vote vote;       /* a node without CMA: whether the slices may run single copy */
+    nc_heap_vote vote;       /* whether every rank's buffers are in its heap, where the slices need that (no
+                              * CMA) or run only then (Reduce) */
     _Alignas(16) unsigned char alg_state[NC_REDUCE_STEP_STATE_BYTES]; /* an nc_reduce_head first */
 } nc_node_reduce_step;
 
