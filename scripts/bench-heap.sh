@@ -11,7 +11,7 @@ dir=${1:-$root/build/heap-bench}
 reps=${2:-3}
 shift $(($# > 2 ? 2 : $#))
 extra=("$@")
-colls=bcast,allreduce,reduce_scatter_block,allgather
+colls=bcast,reduce,allreduce,reduce_scatter_block,allgather
 mkdir -p "$dir"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run() { # mpi heap cma rep
