@@ -107,7 +107,9 @@ static void progress_clear(void)
 /* The round trip is measured again after every point (limits_probe), once every rank has
  * left the point's calls (a rank still spinning in one would take a core from the two that
  * measure), so that a row's bound has seen the machine as the point left it: rows printed
- * on the way use the lowest value seen so far, the JSON and CSV the lowest of the run. */
+ * on the way use the lowest value seen so far, the JSON and CSV the lowest of the run.  The
+ * copy rates are measured again after the sweep (limits_copy_again): the JSON and CSV use
+ * the better of the two measurements. */
 static int run_sweep(const struct options *o, struct limits *l, const struct sweep *s,
                      struct result *res, int rank, int nranks)
 {
@@ -126,6 +128,7 @@ static int run_sweep(const struct options *o, struct limits *l, const struct swe
         if (loud) progress_clear();
         if (loud) report_row(stdout, &res[i], nranks);
     }
+    limits_copy_again(l);
     for (int i = 0; i < s->n; i++)
         res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
     if (loud) report_footer(stdout, l);
