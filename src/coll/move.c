@@ -228,6 +228,12 @@ void nc_small_put(nc_node *n, uint64_t g, const void *data, size_t bytes)
 
 int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_small *s)
 {
+    /* A payload beyond the flag lies in the publisher's ring segment, read once the flag says
+     * so: asking for its first lines now fetches them alongside the flag instead of after
+     * it (128 B Gather, Scatter, Allgather 4-14 % faster; docs/design.md). */
+    const char *ring = nc_frag_data(&c->node, nc_ring_place, peer, g);
+    __builtin_prefetch(ring);
+    __builtin_prefetch(ring + 64);
     if (nc_small_posted(c, peer, g, s)) return 1;
     return nc_flag_reached(op, nc_frag_signal(&c->node, small_flag, peer, g), g + 1) && nc_small_posted(c, peer, g, s);
 }
