@@ -26,6 +26,14 @@ nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 2 3 4 ENVS
 nodecoll_mpi_test(NAME test_nonblocking SOURCES test_nonblocking.c NP 5 ENVS ${NODECOLL_WIDE_ENVS} LABELS quick)
 # Nonblocking and persistent reductions against the host's blocking calls.
 nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c NP 1 LABELS quick)
+# Nonblocking calls repeating the one before them restart its request (plan kept), against the
+# host's blocking calls: alone, interleaved, outstanding on several communicators, freed while
+# active, on communicators freed while a request is kept; the check mode, the progress
+# thread, emulated nodes.
+nodecoll_mpi_test(NAME test_repeated SOURCES test_repeated.c NP 1 LABELS quick)
+nodecoll_mpi_test(NAME test_repeated SOURCES test_repeated.c NP 2 3 4
+  ENVS "default:" "nodes2:NODECOLL_RANKS_PER_NODE=2" "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+       "check:NODECOLL_CHECK=1" "progress:NODECOLL_PROGRESS_THREAD=1" LABELS quick)
 # A request freed while active, then MPI_Finalize at once: the result is there afterwards.
 nodecoll_mpi_test(NAME test_free_finalize SOURCES test_free_finalize.c NP 2 3
   ENVS "gapped:T_GAPPED=1" "plain:T_GAPPED=0" "nodes2:T_GAPPED=1,NODECOLL_RANKS_PER_NODE=2" LABELS quick)

@@ -16,9 +16,11 @@
     X(ALLTOALLW, "alltoallw") X(NEIGHBOR_ALLGATHER, "neighbor_allgather")                  \
     X(NEIGHBOR_ALLGATHERV, "neighbor_allgatherv") X(NEIGHBOR_ALLTOALL, "neighbor_alltoall")  \
     X(NEIGHBOR_ALLTOALLV, "neighbor_alltoallv") X(NEIGHBOR_ALLTOALLW, "neighbor_alltoallw")  \
-    X(SINGLE_COPY, "single_copy")
+    X(SINGLE_COPY, "single_copy") X(REQUESTS, "requests")
 /* (single_copy is no collective: it counts the transfers of the single-copy algorithms by the
- * way they took, heap or cma, core/single_copy.h) */
+ * way they took, heap or cma, core/single_copy.h; nor is requests: it counts the nonblocking
+ * calls that restarted the request of the same call before them, `repeated`,
+ * src/mpi/request.c) */
 
 /* Node-level algorithms, inter-node steps, staging, and every reason to use the host MPI. */
 #define NC_ALGORITHMS(X)                                                                   \
@@ -26,7 +28,7 @@
     X(CMA, "cma") X(CHAIN, "chain") X(RECURSIVE_DOUBLING, "recursive-doubling") X(ORDERED, "ordered") X(BRIDGE, "bridge") X(RING, "ring") X(PACKED, "packed") X(TYPED, "typed") X(PMPI_DISABLED, "pmpi:disabled") \
     X(PMPI_ARGS, "pmpi:args") X(PMPI_TYPE, "pmpi:type") X(PMPI_NO_CMA, "pmpi:no-cma") X(PMPI_INTERCOMM, "pmpi:intercomm") X(PMPI_SIZE1, "pmpi:size1") \
     X(PMPI_NO_SHM, "pmpi:no-shm") X(PMPI_NOT_SET_UP, "pmpi:not-set-up") X(PMPI_FINALIZED, "pmpi:finalized") \
-    X(NODE_SHARED, "node-shared") X(HIERARCHY, "hierarchy") X(HEAP, "heap")
+    X(NODE_SHARED, "node-shared") X(HIERARCHY, "hierarchy") X(HEAP, "heap") X(REPEATED, "repeated")
 
 typedef enum {
 #define NC_ENUM_COLL(id, name) NC_COLL_##id,

@@ -169,6 +169,74 @@ void nc_mpi_request_issue(nc_mpi_request *r, size_t bytes, MPI_Request *user)
     if (!r->persistent) nc_mpi_request_start(r);
 }
 
+/* ---- repeated nonblocking calls ------------------------------------------------------- */
+
+void nc_mpi_request_reusable(nc_mpi_request *r, const nc_mpi_reuse_key *key, const nc_call_record *entered)
+{
+    r->reusable = 1;
+    r->key = *key;
+    r->entered = *entered;
+}
+
+static int same_call(const nc_mpi_reuse_key *a, const nc_mpi_reuse_key *b)
+{
+    return a->coll == b->coll && a->root == b->root && a->send == b->send && a->recv == b->recv &&
+           a->count == b->count && a->type == b->type && a->op == b->op;
+}
+
+/* Takes the request kept for coll on s (exchanged: one taker only, also against the
+ * communicator's release). */
+static nc_mpi_request *take_kept(nc_mpi_comm *s, nc_coll_id coll)
+{
+    if (!atomic_load_explicit(&s->kept[coll], memory_order_relaxed)) return NULL;
+    return atomic_exchange_explicit(&s->kept[coll], NULL, memory_order_acq_rel);
+}
+
+nc_mpi_request *nc_mpi_request_again(nc_mpi_comm *s, const nc_mpi_reuse_key *key)
+{
+    nc_mpi_request *r = take_kept(s, key->coll);
+    if (r && same_call(&r->key, key)) return r;
+    if (r) destroy(r); /* (another call now: it is kept in its place once it completes) */
+    return NULL;
+}
+
+int nc_mpi_request_restart(nc_mpi_request *r, MPI_Request *request)
+{
+    nc_mpi_release_freed();
+    nc_call_record call = r->entered;
+    int err = nc_mpi_enter_nonblocking(r->s, r->comm, &call);
+    if (err) {
+        destroy(r);
+        return err;
+    }
+    *request = r->handle;
+    link_live(r);
+    nc_mpi_request_start(r);
+    nc_stats_count(NC_COLL_REQUESTS, NC_ALG_REPEATED, r->op.bytes);
+    return MPI_SUCCESS;
+}
+
+/* A completed request that a repetition of its call may restart: kept on its communicator
+ * (replacing, and releasing, the one kept before), unless the communicator is going. */
+static void keep(nc_mpi_request *r)
+{
+    nc_mpi_comm *s = r->s;
+    nc_mpi_request *old = atomic_exchange_explicit(&s->kept[r->key.coll], r, memory_order_acq_rel);
+    if (old) destroy(old);
+    /* (the communicator's release sets `going`, then takes every kept request: whichever of
+     * us takes r releases it) */
+    if (atomic_load_explicit(&s->going, memory_order_acquire) && (old = take_kept(s, r->key.coll))) destroy(old);
+}
+
+void nc_mpi_requests_forget(nc_mpi_comm *s)
+{
+    atomic_store_explicit(&s->going, 1, memory_order_release);
+    for (int coll = 0; coll < NC_COLL_COUNT; coll++) {
+        nc_mpi_request *r = take_kept(s, (nc_coll_id)coll);
+        if (r) destroy(r);
+    }
+}
+
 /* Delivers r's results (a completion call, or the engine for a freed request); its MPI
  * error code. */
 static int deliver(nc_mpi_request *r)
@@ -264,7 +332,8 @@ static int retire(nc_mpi_request *r, MPI_Request *user, MPI_Status *status)
     r->active = 0;
     if (!r->persistent) {
         unlink_live(r);
-        destroy(r);
+        if (r->reusable && !err) keep(r);
+        else destroy(r);
         *user = MPI_REQUEST_NULL;
     }
     nc_mpi_release_freed(); /* (earlier operations, freed by the user, completed before r's) */

@@ -186,10 +186,27 @@ void nc_mpi_release_type(MPI_Datatype *held);
  * MPI_DATATYPE_NULL and returns 1; 0 when the host must free it now. */
 int nc_mpi_type_free_deferred(MPI_Datatype *type);
 
+/* A nonblocking call as its repetition must match it for its request's plan to serve again:
+ * buffers, count, predefined datatype and op, root (unused fields zero). */
+typedef struct nc_mpi_reuse_key {
+    nc_coll_id coll;
+    int root;
+    const void *send;
+    void *recv;
+    MPI_Count count;
+    MPI_Datatype type;
+    MPI_Op op;
+} nc_mpi_reuse_key;
+
 struct nc_mpi_request {
     nc_op op;
     nc_args args;
     const nc_mpi_call_form *form;
+    /* A nonblocking call whose plan its repetitions can reuse (nc_mpi_request_reusable): its
+     * key, and the record its entry checked, which a repetition enters again. */
+    int reusable;
+    nc_mpi_reuse_key key;
+    nc_call_record entered;
     nc_mpi_comm *s;
     MPI_Comm comm;
     int persistent;
@@ -212,6 +229,31 @@ struct nc_mpi_request {
 /* A fresh request for a call on s (comm), with `form` (a nonblocking call's or persistent
  * init's); NULL when none can be made (the call then goes to the host). */
 nc_mpi_request *nc_mpi_request_new(nc_mpi_comm *s, MPI_Comm comm, const nc_mpi_call_form *form, int persistent);
+/* A nonblocking call that repeats the one `key` describes, on s: the request that served
+ * that call, kept since it completed with its plan and the buffers' descriptions, or NULL.
+ * The caller then restarts it (nc_mpi_request_restart) instead of describing and planning
+ * the call afresh: a nonblocking call costs about what a persistent start does.  Only calls
+ * whose description depends on nothing but the key are kept: predefined datatypes and ops,
+ * contiguous data, no staging copy, no memory of the request's own. */
+nc_mpi_request *nc_mpi_request_again(nc_mpi_comm *s, const nc_mpi_reuse_key *key);
+/* Marks r (issued next) as one whose plan a repetition of `key`, entered as `entered`, may use. */
+void nc_mpi_request_reusable(nc_mpi_request *r, const nc_mpi_reuse_key *key, const nc_call_record *entered);
+/* Enters r's call again on its communicator and starts it for the user's *request: its error
+ * code (raised), or MPI_SUCCESS. */
+int nc_mpi_request_restart(nc_mpi_request *r, MPI_Request *request);
+/* A nonblocking call of form f that repeats the call kept on s for its key: restarted (1, its
+ * error code in *err), else 0 (describe and issue it as usual). */
+static inline int nc_mpi_restart_repeated(nc_mpi_comm *s, const nc_call_form_args *f, const nc_mpi_reuse_key *key,
+                                          int *err)
+{
+    if (f->blocking || f->persistent) return 0;
+    nc_mpi_request *r = nc_mpi_request_again(s, key);
+    if (!r) return 0;
+    *err = nc_mpi_request_restart(r, f->request);
+    return 1;
+}
+/* The communicator of s goes: the requests kept on it are released. */
+void nc_mpi_requests_forget(nc_mpi_comm *s);
 /* Whether handle is one of nodecoll's live requests (else the host's, or none). */
 int nc_mpi_request_is_nodecoll(MPI_Request handle);
 /* Gives back a request that was never started (the call went to the host after all). */

@@ -578,6 +578,7 @@ void nc_mpi_comm_drop(nc_mpi_comm *s)
 static void destroy(nc_mpi_comm *s)
 {
     nc_comm_drain(&s->coll);
+    nc_mpi_requests_forget(s);
     atomic_fetch_add_explicit(&state_generation, 1, memory_order_acq_rel);
     pthread_mutex_lock(&live_lock);
     if (s->prev) s->prev->next = s->next;

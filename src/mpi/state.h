@@ -23,6 +23,11 @@ typedef struct nc_mpi_comm {
     size_t scratch_bytes; /* large one does not fault fresh pages in every time */
     size_t *counts;       /* one per rank, reused likewise (nc_mpi_counts) */
     _Atomic int holds;    /* 1 while the communicator lives, plus one per nodecoll request on it */
+    /* Per collective, the last completed nonblocking request whose call can be planned once
+     * for its repetitions (request.c, nc_mpi_request_again); `going` once the communicator
+     * is freed, when none may be kept any more. */
+    struct nc_mpi_request *_Atomic kept[NC_COLL_COUNT];
+    _Atomic int going;
     struct nc_mpi_comm *prev, *next;
 } nc_mpi_comm;
 

@@ -545,7 +545,7 @@ typedef struct reduction_call {
  * a derived type (the user may free it while the operation is pending): a user function
  * gets the handle the call was given, valid until the request goes, as MPI says. */
 NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reduction_call *judged, nc_mpi_reduce_call *b,
-                                   const nc_call_form_args *f)
+                                   const nc_call_form_args *f, nc_call_record *entered)
 {
     nc_alg_id host = NC_ALG_COUNT;
     if (judged->args_ok && !f->blocking) b->held_type = nc_mpi_hold_type(judged->type);
@@ -558,6 +558,7 @@ NC_FORM_INLINE int enter_reduction(nc_mpi_comm *s, MPI_Comm comm, const reductio
     nc_call_record call = {judged->coll, judged->root, call_op(judged->op), host,
                            signature_bytes(s, type, b->count, judged->args_ok), 0};
     int err = nc_mpi_enter_form(s, comm, &call, f);
+    *entered = call;
     if (err) return err;
     if (host == NC_ALG_COUNT) return RUN_NODECOLL;
     nc_mpi_fallback(judged->coll, host);
@@ -654,12 +655,22 @@ static void set_operands(nc_mpi_reduce_call *b, const void *in, void *out, size_
     b->out_count = out_count;
 }
 
-/* Runs the reduction (blocking) or issues its request r: NC_RUN_HOST when the host must serve
- * the call, else an MPI error code (raised). */
-NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
-                             const reduction_call *judged, const nc_call_form_args *f)
+/* Whether a nonblocking reduction's request can serve its repetitions (nc_mpi_request_again):
+ * predefined type and op, no layout copies, no counts of its own. */
+static int reusable(const nc_mpi_reduce_call *b, const reduction_call *judged)
 {
-    int err = enter_reduction(s, comm, judged, b, f);
+    return b->held_type == MPI_DATATYPE_NULL && b->held_op == MPI_OP_NULL && !b->rc.gaps && !b->counts &&
+           predefined_op(judged->op) != NC_OP_COUNT;
+}
+
+/* Runs the reduction (blocking) or issues its request r: NC_RUN_HOST when the host must serve
+ * the call, else an MPI error code (raised).  `key`: the call's, when its request may be
+ * kept for repetitions, else NULL. */
+NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, nc_mpi_reduce_call *b,
+                             const reduction_call *judged, const nc_call_form_args *f, const nc_mpi_reuse_key *key)
+{
+    nc_call_record entered;
+    int err = enter_reduction(s, comm, judged, b, f, &entered);
     if (err) {
         if (r) nc_mpi_request_discard(r);
         return err;
@@ -670,6 +681,7 @@ NC_FORM_INLINE int reduction(nc_mpi_comm *s, MPI_Comm comm, nc_mpi_request *r, n
     size_t bytes = b->count * b->rc.red.elem_size;
     if (r) {
         hold_user_op(b);
+        if (key && !f->persistent && reusable(b, judged)) nc_mpi_request_reusable(r, key, &entered);
         r->args = a;
         nc_mpi_request_issue(r, bytes, f->request);
         return MPI_SUCCESS;
@@ -690,6 +702,9 @@ NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, MPI_Count cou
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
     if (!s) return NC_RUN_HOST;
+    nc_mpi_reuse_key key = {NC_COLL_REDUCE, root, sendbuf, recvbuf, count, type, op};
+    int err;
+    if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
     if (!f->blocking && !r) return NC_RUN_HOST;
@@ -700,7 +715,7 @@ NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, MPI_Count cou
     /* (recvbuf matters at the root only) */
     set_operands(b, in, is_root ? recvbuf : NULL, (size_t)count, (size_t)count);
     reduction_call judged = {NC_COLL_REDUCE, root, ok, type, op};
-    return reduction(s, comm, r, b, &judged, f);
+    return reduction(s, comm, r, b, &judged, f, &key);
 }
 
 #define NC_REDUCE_PARAMS(N, C, D) \
@@ -718,6 +733,9 @@ NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, MPI_Count 
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
     if (!s) return NC_RUN_HOST;
+    nc_mpi_reuse_key key = {NC_COLL_ALLREDUCE, -1, sendbuf, recvbuf, count, type, op};
+    int err;
+    if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
     nc_mpi_reduce_call stack_call, *b;
     nc_mpi_request *r = reduction_request(s, comm, f, &stack_call, &b);
     if (!f->blocking && !r) return NC_RUN_HOST;
@@ -725,7 +743,7 @@ NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, MPI_Count 
     int ok = count >= 0 && buffer_ok(in, count) && buffer_ok(recvbuf, count);
     set_operands(b, in, recvbuf, (size_t)count, (size_t)count);
     reduction_call judged = {NC_COLL_ALLREDUCE, -1, ok, type, op};
-    return reduction(s, comm, r, b, &judged, f);
+    return reduction(s, comm, r, b, &judged, f, &key);
 }
 
 NC_COUNT_FORMS(Allreduce, Iallreduce, allreduce_call, NC_VECTOR_PARAMS, NC_VECTOR_ARGS)
@@ -765,7 +783,7 @@ NC_FORM_INLINE int reduce_scatter(nc_coll_id coll, const void *sendbuf, void *re
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     set_operands(b, in, recvbuf, total, ok ? b->counts[s->coll.rank] : 0);
     reduction_call judged = {coll, -1, ok, type, op};
-    return reduction(s, comm, r, b, &judged, f);
+    return reduction(s, comm, r, b, &judged, f, NULL);
 }
 
 NC_FORM_INLINE int reduce_scatter_call(const void *sendbuf, void *recvbuf, const void *recvcounts, MPI_Datatype type,
@@ -802,7 +820,7 @@ NC_FORM_INLINE int scan(nc_coll_id coll, const void *sendbuf, void *recvbuf, MPI
     int ok = count >= 0 && buffer_ok(in, count) && (!receives || buffer_ok(recvbuf, count));
     set_operands(b, in, receives ? recvbuf : NULL, (size_t)count, (size_t)count);
     reduction_call judged = {coll, -1, ok, type, op};
-    return reduction(s, comm, r, b, &judged, f);
+    return reduction(s, comm, r, b, &judged, f, NULL);
 }
 
 NC_FORM_INLINE int scan_call(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,

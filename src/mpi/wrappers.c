@@ -85,6 +85,9 @@ NC_FORM_INLINE int bcast_call(void *buf, MPI_Count count, MPI_Datatype type, int
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BCAST, f);
     if (!s) return NC_RUN_HOST;
+    nc_mpi_reuse_key key = {NC_COLL_BCAST, root, NULL, buf, count, type, MPI_OP_NULL};
+    int err;
+    if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &bcast_form, f->persistent);
     if (!f->blocking && !r) return NC_RUN_HOST;
     nc_mpi_bcast_call stack_call, *b = r ? &r->call.bcast : &stack_call;
@@ -93,7 +96,7 @@ NC_FORM_INLINE int bcast_call(void *buf, MPI_Count count, MPI_Datatype type, int
     b->held_type = held;
     nc_call_record call = {NC_COLL_BCAST, root, NC_CALL_NONE, bad ? NC_ALG_PMPI_ARGS : NC_ALG_COUNT,
                            bad ? NC_CALL_ANY_BYTES : b->buffer.bytes, 0};
-    int err = nc_mpi_enter_form(s, comm, &call, f);
+    err = nc_mpi_enter_form(s, comm, &call, f);
     if (err || bad) {
         if (r) nc_mpi_request_discard(r);
         else bcast_release(b, comm);
@@ -103,6 +106,8 @@ NC_FORM_INLINE int bcast_call(void *buf, MPI_Count count, MPI_Datatype type, int
     }
     if (r) {
         r->args = (nc_args){.coll = NC_COLL_BCAST, .root = root, .bcast = {&b->data, b->buffer.bytes}};
+        if (!f->persistent && held == MPI_DATATYPE_NULL && !b->buffer.staging && nc_data_is_bytes(&b->data))
+            nc_mpi_request_reusable(r, &key, &call);
         nc_mpi_request_issue(r, b->buffer.bytes, f->request);
         return MPI_SUCCESS;
     }
