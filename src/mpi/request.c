@@ -180,8 +180,12 @@ void nc_mpi_request_reusable(nc_mpi_request *r, const nc_mpi_reuse_key *key, con
 
 static int same_call(const nc_mpi_reuse_key *a, const nc_mpi_reuse_key *b)
 {
-    return a->coll == b->coll && a->root == b->root && a->send == b->send && a->recv == b->recv &&
-           a->count == b->count && a->type == b->type && a->op == b->op;
+    if (a->coll != b->coll || a->root != b->root || a->op != b->op) return 0;
+    for (int i = 0; i < 3; i++)
+        if (a->part[i].buf != b->part[i].buf || a->part[i].count != b->part[i].count ||
+            a->part[i].type != b->part[i].type)
+            return 0;
+    return 1;
 }
 
 /* Takes the request kept for coll on s (exchanged: one taker only, also against the

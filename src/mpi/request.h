@@ -188,14 +188,16 @@ int nc_mpi_type_free_deferred(MPI_Datatype *type);
 
 /* A nonblocking call as its repetition must match it for its request's plan to serve again:
  * buffers, count, predefined datatype and op, root (unused fields zero). */
+typedef struct nc_mpi_reuse_part {
+    const void *buf;
+    MPI_Count count;
+    MPI_Datatype type;
+} nc_mpi_reuse_part;
 typedef struct nc_mpi_reuse_key {
     nc_coll_id coll;
     int root;
-    const void *send;
-    void *recv;
-    MPI_Count count;
-    MPI_Datatype type;
     MPI_Op op;
+    nc_mpi_reuse_part part[3]; /* the call's buffers as its collective names them */
 } nc_mpi_reuse_key;
 
 struct nc_mpi_request {

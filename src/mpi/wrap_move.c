@@ -535,6 +535,40 @@ static void move_request_release(nc_mpi_request *r) { move_release(&r->call.move
 static const nc_mpi_call_form move_form = {move_request_begin, move_request_deliver, move_request_release,
                                              offsetof(nc_mpi_move_call, cursor)};
 
+/* ---- repeated nonblocking calls (request.h, nc_mpi_request_again) ---------------------- */
+
+/* The uniform forms (no count, displacement or type arrays, whose contents could change
+ * behind the same pointers) outside the neighbourhoods. */
+static int repeatable(nc_coll_id coll)
+{
+    return coll == NC_COLL_GATHER || coll == NC_COLL_SCATTER || coll == NC_COLL_ALLGATHER || coll == NC_COLL_ALLTOALL;
+}
+
+/* A repeatable call's key from its description: its single buffer, its vectors (each only
+ * where the collective has it: the rest of the description is not filled in yet). */
+static nc_mpi_reuse_key move_key(const nc_move_args *a)
+{
+    nc_mpi_reuse_key k = {a->coll, a->root, MPI_OP_NULL, {{NULL, 0, MPI_DATATYPE_NULL}}};
+    if (!is_alltoall(a->coll)) k.part[0] = (nc_mpi_reuse_part){a->one, a->one_count, a->one_type};
+    if (is_scatter(a->coll) || is_alltoall(a->coll))
+        k.part[1] = (nc_mpi_reuse_part){a->send.user, a->send.count, a->send.type};
+    if (!is_scatter(a->coll)) k.part[2] = (nc_mpi_reuse_part){a->recv.user, a->recv.count, a->recv.type};
+    return k;
+}
+
+static int vec_plain(const nc_move_vec *m)
+{
+    return !m->staging && !m->v.blocks && (!m->held || m->held[0] == MPI_DATATYPE_NULL);
+}
+
+/* Whether an opened call's request may serve its repetitions: predefined types, contiguous,
+ * nothing staged (in place, Alltoall publishes a copy of its receive buffer). */
+static int move_reusable(const nc_mpi_move_call *m)
+{
+    return repeatable(m->a.coll) && !m->in_place && m->held_one_type == MPI_DATATYPE_NULL && vec_plain(&m->a.send) &&
+           vec_plain(&m->a.recv);
+}
+
 /* The call whose arguments `described->a` holds (the caller's: a blocking call runs in it),
  * in form f: run by nodecoll (blocking: to completion; else issued as a request, which
  * copies the arguments), or NC_RUN_HOST: the host's form of the call serves it. */
@@ -543,6 +577,12 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
     const nc_move_args *a = &described->a;
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, a->coll, f);
     if (!s) return NC_RUN_HOST;
+    nc_mpi_reuse_key key;
+    int err;
+    if (!f->blocking && repeatable(a->coll)) {
+        key = move_key(a);
+        if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
+    }
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &move_form, f->persistent);
     if (!f->blocking && !r) return NC_RUN_HOST;
     described->a.send.wide = described->a.recv.wide = f->large;
@@ -551,7 +591,7 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
     nc_alg_id host = move_open(m, s, comm, r != NULL);
     uint64_t bytes = host == NC_ALG_COUNT ? check_bytes(m, s) : NC_CALL_ANY_BYTES;
     nc_call_record call = {a->coll, a->root, NC_CALL_NONE, host, bytes, 0};
-    int err = nc_mpi_enter_form(s, comm, &call, f);
+    err = nc_mpi_enter_form(s, comm, &call, f);
     if (err || host != NC_ALG_COUNT) {
         if (r) nc_mpi_request_discard(r);
         else move_release(m, comm);
@@ -562,6 +602,7 @@ NC_FORM_INLINE int move_call(nc_mpi_move_call *described, MPI_Comm comm, const n
     nc_args args = run_args(m);
     if (r) {
         r->args = args;
+        if (!f->persistent && move_reusable(m)) nc_mpi_request_reusable(r, &key, &call);
         nc_mpi_request_issue(r, run_bytes(m), f->request);
         return MPI_SUCCESS;
     }

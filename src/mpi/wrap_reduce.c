@@ -702,7 +702,7 @@ NC_FORM_INLINE int reduce_call(const void *sendbuf, void *recvbuf, MPI_Count cou
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_REDUCE, f);
     if (!s) return NC_RUN_HOST;
-    nc_mpi_reuse_key key = {NC_COLL_REDUCE, root, sendbuf, recvbuf, count, type, op};
+    nc_mpi_reuse_key key = {NC_COLL_REDUCE, root, op, {{sendbuf, count, type}, {recvbuf, 0, MPI_DATATYPE_NULL}}};
     int err;
     if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
     nc_mpi_reduce_call stack_call, *b;
@@ -733,7 +733,7 @@ NC_FORM_INLINE int allreduce_call(const void *sendbuf, void *recvbuf, MPI_Count 
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_ALLREDUCE, f);
     if (!s) return NC_RUN_HOST;
-    nc_mpi_reuse_key key = {NC_COLL_ALLREDUCE, -1, sendbuf, recvbuf, count, type, op};
+    nc_mpi_reuse_key key = {NC_COLL_ALLREDUCE, -1, op, {{sendbuf, count, type}, {recvbuf, 0, MPI_DATATYPE_NULL}}};
     int err;
     if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
     nc_mpi_reduce_call stack_call, *b;

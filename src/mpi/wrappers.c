@@ -85,7 +85,7 @@ NC_FORM_INLINE int bcast_call(void *buf, MPI_Count count, MPI_Datatype type, int
 {
     nc_mpi_comm *s = nc_mpi_state_for_form(comm, NC_COLL_BCAST, f);
     if (!s) return NC_RUN_HOST;
-    nc_mpi_reuse_key key = {NC_COLL_BCAST, root, NULL, buf, count, type, MPI_OP_NULL};
+    nc_mpi_reuse_key key = {NC_COLL_BCAST, root, MPI_OP_NULL, {{buf, count, type}}};
     int err;
     if (nc_mpi_restart_repeated(s, f, &key, &err)) return err;
     nc_mpi_request *r = f->blocking ? NULL : nc_mpi_request_new(s, comm, &bcast_form, f->persistent);
