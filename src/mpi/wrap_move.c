@@ -556,9 +556,11 @@ static nc_mpi_reuse_key move_key(const nc_move_args *a)
     return k;
 }
 
+/* (A vector the call does not open, such as a Gather sender's receive vector, has only the
+ * open state vec_unopened clears: its `held` is not set.) */
 static int vec_plain(const nc_move_vec *m)
 {
-    return !m->staging && !m->v.blocks && (!m->held || m->held[0] == MPI_DATATYPE_NULL);
+    return !m->staging && !m->v.blocks && (!m->owned || m->held[0] == MPI_DATATYPE_NULL);
 }
 
 /* Whether an opened call's request may serve its repetitions: predefined types, contiguous,
