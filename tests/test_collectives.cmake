@@ -46,6 +46,8 @@ if(NODECOLL_MPI STREQUAL "mpich")
   nodecoll_mpi_test(NAME test_repeated SOURCES test_repeated.c NP 3 ENVS "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
     LABELS quick)
 endif()
+# (the progress thread completes kept requests' operations: under TSan too)
+set_property(TEST test_repeated.np2.progress APPEND PROPERTY LABELS threads)
 # A request freed while active, then MPI_Finalize at once: the result is there afterwards.
 nodecoll_mpi_test(NAME test_free_finalize SOURCES test_free_finalize.c NP 2 3
   ENVS "gapped:T_GAPPED=1" "plain:T_GAPPED=0" "nodes2:T_GAPPED=1,NODECOLL_RANKS_PER_NODE=2" LABELS quick)
