@@ -189,15 +189,12 @@ static int same_call(const nc_mpi_reuse_key *a, const nc_mpi_reuse_key *b)
 }
 
 /* Takes the request kept for coll on s (exchanged: one taker only, also against the
- * communicator's release). */
-static nc_mpi_request *take_kept(nc_mpi_comm *s, nc_coll_id coll)
-{
-    if (!atomic_load_explicit(&s->kept[coll], memory_order_relaxed)) return NULL;
-    return atomic_exchange_explicit(&s->kept[coll], NULL, memory_order_acq_rel);
-}
+ * communicator's release; sequentially consistent, see keep). */
+static nc_mpi_request *take_kept(nc_mpi_comm *s, nc_coll_id coll) { return atomic_exchange(&s->kept[coll], NULL); }
 
 nc_mpi_request *nc_mpi_request_again(nc_mpi_comm *s, const nc_mpi_reuse_key *key)
 {
+    if (!atomic_load_explicit(&s->kept[key->coll], memory_order_relaxed)) return NULL; /* (most calls) */
     nc_mpi_request *r = take_kept(s, key->coll);
     if (r && same_call(&r->key, key)) return r;
     if (r) destroy(r); /* (another call now: it is kept in its place once it completes) */
@@ -225,16 +222,18 @@ int nc_mpi_request_restart(nc_mpi_request *r, MPI_Request *request)
 static void keep(nc_mpi_request *r)
 {
     nc_mpi_comm *s = r->s;
-    nc_mpi_request *old = atomic_exchange_explicit(&s->kept[r->key.coll], r, memory_order_acq_rel);
+    nc_mpi_request *old = atomic_exchange(&s->kept[r->key.coll], r);
     if (old) destroy(old);
-    /* (the communicator's release sets `going`, then takes every kept request: whichever of
-     * us takes r releases it) */
-    if (atomic_load_explicit(&s->going, memory_order_acquire) && (old = take_kept(s, r->key.coll))) destroy(old);
+    /* The communicator's release stores `going`, then takes every kept request; I store r,
+     * then load `going`.  All sequentially consistent (a store then a load on another
+     * location may otherwise both see the old values, and nobody would release r): either
+     * its exchange finds r, or I see `going` and take r back; whichever takes r releases it. */
+    if (atomic_load(&s->going) && (old = take_kept(s, r->key.coll))) destroy(old);
 }
 
 void nc_mpi_requests_forget(nc_mpi_comm *s)
 {
-    atomic_store_explicit(&s->going, 1, memory_order_release);
+    atomic_store(&s->going, 1);
     for (int coll = 0; coll < NC_COLL_COUNT; coll++) {
         nc_mpi_request *r = take_kept(s, (nc_coll_id)coll);
         if (r) destroy(r);

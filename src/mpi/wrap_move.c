@@ -567,8 +567,8 @@ static int vec_plain(const nc_move_vec *m)
  * nothing staged (in place, Alltoall publishes a copy of its receive buffer). */
 static int move_reusable(const nc_mpi_move_call *m)
 {
-    return repeatable(m->a.coll) && !m->in_place && m->held_one_type == MPI_DATATYPE_NULL && vec_plain(&m->a.send) &&
-           vec_plain(&m->a.recv);
+    return repeatable(m->a.coll) && !m->in_place && m->held_one_type == MPI_DATATYPE_NULL && !m->one.staging &&
+           vec_plain(&m->a.send) && vec_plain(&m->a.recv);
 }
 
 /* The call whose arguments `described->a` holds (the caller's: a blocking call runs in it),
