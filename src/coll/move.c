@@ -230,7 +230,7 @@ int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_sma
 {
     /* A payload beyond the flag lies in the publisher's ring segment, read once the flag says
      * so: asking for its first lines now fetches them alongside the flag instead of after
-     * it (128 B Gather, Scatter, Allgather 4-14 % faster; docs/design.md). */
+     * it (128 B Gather, Scatter, Allgather 7-14 % faster; docs/design.md). */
     const char *ring = nc_frag_data(&c->node, nc_ring_place, peer, g);
     __builtin_prefetch(ring);
     __builtin_prefetch(ring + 64);

@@ -136,26 +136,27 @@ int nc_par_single_copy(int write, const nc_peer *peer, void *remote, void *local
     return run_job(j, bytes);
 }
 
-void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t count)
+/* out = lower op upper, or (upper NULL) out = lower op out, shared among the team. */
+static void par_reduce(const nc_reduction *op, const void *lower, const void *upper, void *out, size_t count)
 {
     if (!leading) {
-        op->fn(in, inout, count, op->ctx);
+        if (upper) op->into(lower, upper, out, count);
+        else op->fn(lower, out, count, op->ctx);
         return;
     }
     size_t bytes = count * op->elem_size;
-    run_job((nc_job){.kind = NC_JOB_REDUCE, .dst = inout, .src = in, .bytes = bytes, .grain = op->elem_size,
-                     .op = *op}, bytes);
+    run_job((nc_job){.kind = upper ? NC_JOB_REDUCE_INTO : NC_JOB_REDUCE, .dst = out, .src = lower, .upper = upper,
+                     .bytes = bytes, .grain = op->elem_size, .op = *op}, bytes);
+}
+
+void nc_par_reduce(const nc_reduction *op, const void *in, void *inout, size_t count)
+{
+    par_reduce(op, in, NULL, inout, count);
 }
 
 void nc_par_reduce_into(const nc_reduction *op, const void *lower, const void *upper, void *out, size_t count)
 {
-    if (!leading) {
-        op->into(lower, upper, out, count);
-        return;
-    }
-    size_t bytes = count * op->elem_size;
-    run_job((nc_job){.kind = NC_JOB_REDUCE_INTO, .dst = out, .src = lower, .upper = upper, .bytes = bytes,
-                     .grain = op->elem_size, .op = *op}, bytes);
+    par_reduce(op, lower, upper, out, count);
 }
 
 void nc_par_each(void (*fn)(void *ctx, size_t item), void *ctx, size_t items, size_t bytes)

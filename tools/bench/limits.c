@@ -424,17 +424,23 @@ static void measure_reads(struct node_ctx *n, struct limits *l)
     PMPI_Send(l->read_map, LIMIT_SIZES, MPI_DOUBLE, 0, 2, n->comm);
 }
 
-/* Work of the copiers (node ranks below the core count) of the main node. */
-static void copier_main(struct node_ctx *n, struct limits *l)
+/* The memcpy table, every size hot and cold, by the copiers (node ranks below the core count). */
+static void measure_copies(struct node_ctx *n, struct limits *l)
 {
-    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, RTT_CAP_S, 1);
-    spin_barrier(n);
     struct copier c;
     copier_init(&c, l->size[l->nsizes - 1]);
     for (int i = 0; i < l->nsizes; i++)
         for (int cold = 0; cold < 2; cold++) measure_size(n, &c, l, i, cold);
     copier_free(&c);
     if (n->rank == 0) floor_limits(l);
+}
+
+/* Work of the copiers (node ranks below the core count) of the main node. */
+static void copier_main(struct node_ctx *n, struct limits *l)
+{
+    if (n->copiers >= 2 && n->rank < 2) round_trip(n, l, RTT_BATCH, RTT_BATCHES, RTT_CAP_S, 1);
+    spin_barrier(n);
+    measure_copies(n, l);
     if (n->copiers >= 2 && n->rank < 2) measure_reads(n, l);
 }
 
@@ -514,13 +520,8 @@ void limits_copy_again(struct limits *l)
         return;
     }
     struct limits again = *l;
-    struct copier c;
-    copier_init(&c, l->size[l->nsizes - 1]);
-    for (int i = 0; i < l->nsizes; i++)
-        for (int cold = 0; cold < 2; cold++) measure_size(n, &c, &again, i, cold);
-    copier_free(&c);
+    measure_copies(n, &again);
     if (n->rank != 0) return;
-    floor_limits(&again);
     for (int i = 0; i < l->nsizes; i++) {
         l->hot1[i] = dmax(l->hot1[i], again.hot1[i]);
         l->cold1[i] = dmax(l->cold1[i], again.cold1[i]);

@@ -34,6 +34,15 @@ static const void *my_block(const nc_comm *c, const nc_args *a, size_t *len)
     return in_place ? nc_vec_at(a->move.recv_vec, c->rank) : a->move.send;
 }
 
+/* My publication of round seq is read (or written into) by every other rank of the node. */
+static void release_to_the_others(nc_node *n, uint64_t seq)
+{
+    int nreaders = 0;
+    for (int r = 0; r < n->size; r++)
+        if (r != n->rank) n->move_readers[nreaders++] = r;
+    nc_move_release(n, seq, n->move_readers, nreaders);
+}
+
 static int publish_mine(nc_comm *c, const nc_args *a, uint64_t seq)
 {
     nc_node *n = &c->node;
@@ -41,10 +50,8 @@ static int publish_mine(nc_comm *c, const nc_args *a, uint64_t seq)
     const void *mine = my_block(c, a, &len);
     char *slot;
     nc_move_area(c, &slot);
-    int in_slot = nc_move_put(c, seq, slot, mine, len), nreaders = 0;
-    for (int r = 0; r < n->size; r++)
-        if (r != n->rank) n->move_readers[nreaders++] = r;
-    nc_move_release(n, seq, n->move_readers, nreaders);
+    int in_slot = nc_move_put(c, seq, slot, mine, len);
+    release_to_the_others(n, seq);
     return in_slot;
 }
 
@@ -79,12 +86,9 @@ static void publish_result(nc_comm *c, const nc_args *a, uint64_t seq)
     nc_node *n = &c->node;
     const nc_vec *recv = a->move.recv_vec;
     nc_span *table = nc_move_area(c, NULL);
-    int nreaders = 0;
     for (int i = 0; i < c->size; i++) table[i] = (nc_span){nc_vec_off(recv, i), nc_vec_len(recv, i)};
     nc_move_publish(n, seq, recv->base, 0, 0);
-    for (int r = 0; r < n->size; r++)
-        if (r != n->rank) n->move_readers[nreaders++] = r;
-    nc_move_release(n, seq, n->move_readers, nreaders);
+    release_to_the_others(n, seq);
 }
 
 /* My block into every result, a chunk at a time (each chunk read once, then written P times). */
