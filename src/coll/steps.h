@@ -29,7 +29,6 @@ typedef struct nc_node_bcast_step {
     nc_data plain; /* `data` when set up with a plain buffer */
     size_t my_bytes, bytes;
     int root;
-    int announced;
     const nc_algorithm *alg; /* the node algorithm (its id: for the caller's counters) */
     nc_data whole;           /* a truncated rank's full copy */
     _Alignas(16) unsigned char alg_state[NC_STEP_STATE_BYTES];

@@ -25,7 +25,6 @@ void nc_node_bcast_setup(nc_node_bcast_step *st, nc_data *data, size_t my_bytes,
     st->data = data;
     st->my_bytes = st->bytes = my_bytes;
     st->root = root;
-    st->announced = 0;
     st->whole.base = NULL;
 }
 
@@ -80,11 +79,18 @@ static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0, uint64_t f
         if (!k) atomic_store_explicit(&f->aux[0], st->bytes | heap_bit, memory_order_relaxed);
         nc_flag_post(f, g0 + k + 1);
     }
+    nc_flag_prepare(nc_frag_signal(n, announcement_place, n->rank, g0 + frags)); /* (the next call's, likely) */
 }
+
+/* Whether the root announces the byte count (and whether its buffer is in its heap).
+ * (Asked again rather than kept in the step: a flag stored there and read back with the
+ * root beside it in one wider load cannot be forwarded from the store buffer, and waited
+ * for the previous call's stores to shared lines, a cross-core transfer per call.) */
+static int announces(const nc_comm *c) { return c->cfg.bcast_check || nc_heap_only(c); }
 
 /* Hands the chosen algorithm its call (more bytes than my arguments hold: take part in
  * full, as my children may expect it all, and keep what fits afterwards) and plans it. */
-static void start_algorithm(nc_op *op, nc_node_bcast_step *st)
+static void start_algorithm(nc_op *op, nc_node_bcast_step *st, int announced)
 {
     nc_data *into = st->data;
     if (st->bytes > st->my_bytes) {
@@ -92,7 +98,7 @@ static void start_algorithm(nc_op *op, nc_node_bcast_step *st)
         into = &st->whole;
     }
     nc_bcast_head *head = (nc_bcast_head *)(void *)st->alg_state;
-    *head = (nc_bcast_head){0, {into, st->bytes, st->root, st->announced}};
+    *head = (nc_bcast_head){0, {into, st->bytes, st->root, announced}};
     if (st->alg->plan) st->alg->plan(op, st->alg_state);
 }
 
@@ -102,7 +108,7 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
     nc_node *n = &c->node;
     NC_BEGIN(st);
     st->bytes = st->my_bytes; /* (a persistent request's step starts again from its setup) */
-    st->announced = st->root_in_heap = 0;
+    st->root_in_heap = 0;
     st->whole.base = NULL;
     /* Nothing to send takes no step (as in the host MPIs, a count of zero on some ranks only
      * cannot be detected: those ranks are gone before the others could learn of it). */
@@ -111,7 +117,7 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
         return NC_DONE;
     }
     /* (without CMA the ranks learn from the announcement whether the root's buffer is in its heap) */
-    if (c->cfg.bcast_check || nc_heap_only(c)) {
+    if (announces(c)) {
         if (n->rank == st->root) {
             st->root_in_heap = root_buffer_in_heap(c, st);
             NC_AWAIT(st, announcement_free(op, n, n->frag, announced_frags(c, st)));
@@ -123,10 +129,9 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
             st->root_in_heap = !!(st->bytes & ROOT_IN_HEAP);
             st->bytes &= ~ROOT_IN_HEAP;
         }
-        st->announced = 1;
     }
     st->alg = choose(c, st);
-    start_algorithm(op, st);
+    start_algorithm(op, st, announces(c));
     NC_AWAIT_STEP(st, st->alg->progress(op, st->alg_state));
     if (st->whole.base) {
         nc_data_unpack(st->data, 0, st->whole.base, nc_fit(c, st->bytes, st->my_bytes));
