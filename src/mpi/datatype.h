@@ -59,7 +59,7 @@ static inline int nc_buffer_open_data(nc_buffer *b, nc_data *l, nc_dt_cursor *cu
     if (!last->size || last->type != type || count < 0)
         return nc_buffer_open_data_described(b, l, cursor, buf, count, type, comm, fill);
     *b = (nc_buffer){buf, (size_t)count * last->size, buf, count, type, NULL};
-    *l = nc_data_bytes(buf);
+    nc_data_set_bytes(l, buf);
     return b->bytes && !buf; /* (a null buffer with data is the host's error to report) */
 }
 /* Packs the user data into b->staging (or unpacks it back) with the datatype engine, or the
