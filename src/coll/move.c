@@ -207,7 +207,7 @@ void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
     nc_flag *f = nc_frag_signal(n, small_flag, n->rank, g);
     atomic_store_explicit(&f->aux[0], header, memory_order_relaxed);
     nc_flag_post(f, g + 1);
-    nc_flag_prepare(nc_frag_signal(n, small_flag, n->rank, g + 1));
+    nc_flag_prepare(nc_frag_signal(n, small_flag, n->rank, g + 1), 0);
 }
 
 /* A header: published in the round, by a rank whose receive buffer may be written into, with

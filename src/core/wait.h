@@ -8,6 +8,7 @@
 #define NC_WAIT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Two lines per flag: the adjacent-line prefetcher fetches lines in pairs, so a neighbour's
@@ -64,18 +65,27 @@ static inline void nc_flag_post(nc_flag *f, uint64_t v)
     atomic_store_explicit(&f->seq, v, memory_order_release);
 }
 
-/* Asks for exclusive ownership of the line of a flag this rank will post next, while it
- * still has other work.  A post to a line that a reader holds waits for that reader's copy
- * to be invalidated (a cross-core transfer); x86 commits stores in order, so every later
- * store of the caller waits behind it and a small call's stores filled the store buffer.
- * (PREFETCHW is a no-op on x86-64 processors without it; elsewhere a plain write hint.) */
-static inline void nc_flag_prepare(const nc_flag *f)
+/* Asks for exclusive ownership of the lines of a flag this rank will post next (those its
+ * signal and `payload` bytes of data take), while it still has other work.  A post to a
+ * line that a reader holds waits for that reader's copy to be invalidated (a cross-core
+ * transfer); x86 commits stores in order, so every later store of the caller waits behind
+ * it and a small call's stores filled the store buffer.  (PREFETCHW is a no-op on x86-64
+ * processors without it; elsewhere a plain write hint.) */
+#define NC_FLAG_DATA_AT offsetof(nc_flag, data)
+static inline void nc_flag_prepare(const nc_flag *f, size_t payload)
 {
+    for (size_t at = 0; at < NC_FLAG_DATA_AT + payload && at < sizeof *f; at += 64) {
 #if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" ::"m"(*(const char *)f));
+        __asm__ volatile("prefetchw %0" ::"m"(*((const char *)f + at)));
 #else
-    __builtin_prefetch(f, 1);
+        __builtin_prefetch((const char *)f + at, 1);
 #endif
+    }
+}
+/* A reader's counterpart: fetches the lines of a flag already posted, to be read soon. */
+static inline void nc_flag_fetch(const nc_flag *f, size_t payload)
+{
+    for (size_t at = 0; at < NC_FLAG_DATA_AT + payload && at < sizeof *f; at += 64) __builtin_prefetch((const char *)f + at);
 }
 
 void nc_wait_slow(const nc_flag *f, uint64_t target, const nc_wait_policy *p);

@@ -67,19 +67,38 @@ static int announcement_free(nc_op *op, nc_node *n, uint64_t g0, uint64_t frags)
 
 /* A message that fits the inline flags rides in them, the announcing flag posted last: a
  * reader that sees it finds every later fragment posted (its lines can be fetched at once). */
+static int carried(const nc_node_bcast_step *st, uint64_t frags) { return st->bytes <= frags * NC_INLINE_ALIGNED_MAX; }
+
+/* The payload of announcing flag k, when the message rides in them. */
+static size_t carried_len(const nc_node_bcast_step *st, uint64_t k)
+{
+    size_t off = (size_t)k * NC_INLINE_ALIGNED_MAX, len = st->bytes - off;
+    return len < NC_INLINE_ALIGNED_MAX ? len : NC_INLINE_ALIGNED_MAX;
+}
+
+/* The lines of the announcing flags, read or written next: a reader fetches them all at
+ * once; the root asks for those of the next call, which likely carries the same. */
+static void touch_announcement(nc_node *n, const nc_node_bcast_step *st, int rank, uint64_t g0, uint64_t frags, int write)
+{
+    for (uint64_t k = 0; k < frags; k++) {
+        const nc_flag *f = nc_frag_signal(n, announcement_place, rank, g0 + k);
+        size_t payload = NC_INLINE_HEADER + (carried(st, frags) ? carried_len(st, k) : 0);
+        if (write) nc_flag_prepare(f, payload);
+        else nc_flag_fetch(f, payload);
+    }
+}
+
 static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0, uint64_t frags)
 {
-    int carried = st->bytes <= frags * NC_INLINE_ALIGNED_MAX;
     for (uint64_t k = frags; k-- > 0;) {
         char *data = nc_slot_take(n, announcement_place, g0 + k, NULL);
         nc_flag *f = nc_frag_signal(n, announcement_place, n->rank, g0 + k);
-        size_t off = (size_t)k * NC_INLINE_ALIGNED_MAX, len = st->bytes - off;
-        if (carried) nc_data_pack(st->data, off, data, len < NC_INLINE_ALIGNED_MAX ? len : NC_INLINE_ALIGNED_MAX);
+        if (carried(st, frags)) nc_data_pack(st->data, (size_t)k * NC_INLINE_ALIGNED_MAX, data, carried_len(st, k));
         uint64_t heap_bit = st->root_in_heap ? ROOT_IN_HEAP : 0;
         if (!k) atomic_store_explicit(&f->aux[0], st->bytes | heap_bit, memory_order_relaxed);
         nc_flag_post(f, g0 + k + 1);
     }
-    nc_flag_prepare(nc_frag_signal(n, announcement_place, n->rank, g0 + frags)); /* (the next call's, likely) */
+    touch_announcement(n, st, n->rank, g0 + frags, frags, 1);
 }
 
 /* Whether the root announces the byte count (and whether its buffer is in its heap).
@@ -128,6 +147,7 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
                                              memory_order_relaxed);
             st->root_in_heap = !!(st->bytes & ROOT_IN_HEAP);
             st->bytes &= ~ROOT_IN_HEAP;
+            touch_announcement(n, st, st->root, n->frag, announced_frags(c, st), 0);
         }
     }
     st->alg = choose(c, st);

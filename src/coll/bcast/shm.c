@@ -83,7 +83,7 @@ nc_step nc_bcast_ring_run(nc_op *op, nc_bcast_ring *st)
             if (st->from_parent) memcpy(st->slot, st->from_parent, st->len);
             else nc_data_pack(l, st->off, st->slot, st->len);
             nc_flag_post(nc_frag_signal(n, st->place, n->rank, st->g + st->k - 1), st->g + st->k);
-            if (st->place.in_flag) nc_flag_prepare(nc_frag_signal(n, st->place, n->rank, st->g + st->k));
+            if (st->place.in_flag) nc_flag_prepare(nc_frag_signal(n, st->place, n->rank, st->g + st->k), NC_INLINE_HEADER + st->len);
             if (st->from_parent) st->from_parent = st->slot;
         }
         if (st->from_parent) nc_data_unpack(l, st->off, st->from_parent, st->len);

@@ -80,7 +80,7 @@ static inline int nc_frag_published(nc_op *op, nc_node *n, nc_frag_place p, int 
 static inline void nc_frag_publish(nc_node *n, nc_frag_place p, uint64_t g)
 {
     nc_flag_post(nc_frag_signal(n, p, n->rank, g), g + 1);
-    if (p.in_flag) nc_flag_prepare(nc_frag_signal(n, p, n->rank, g + 1));
+    if (p.in_flag) nc_flag_prepare(nc_frag_signal(n, p, n->rank, g + 1), 0);
 }
 
 /* A call's elements cut into fragments of whole elements, numbered from the node's fragment
