@@ -65,8 +65,7 @@ static int announcement_free(nc_op *op, nc_node *n, uint64_t g0, uint64_t frags)
     return 1;
 }
 
-/* A message that fits the inline flags rides in them, the announcing flag posted last: a
- * reader that sees it finds every later fragment posted (its lines can be fetched at once). */
+/* Whether the message rides in the announcing flags. */
 static int carried(const nc_node_bcast_step *st, uint64_t frags) { return st->bytes <= frags * NC_INLINE_ALIGNED_MAX; }
 
 /* The payload of announcing flag k, when the message rides in them. */
@@ -88,6 +87,8 @@ static void touch_announcement(nc_node *n, const nc_node_bcast_step *st, int ran
     }
 }
 
+/* A message that fits the inline flags rides in them, the announcing flag posted last: a
+ * reader that sees it finds every later fragment posted (its lines can be fetched at once). */
 static void announce(nc_node *n, nc_node_bcast_step *st, uint64_t g0, uint64_t frags)
 {
     for (uint64_t k = frags; k-- > 0;) {
