@@ -207,7 +207,7 @@ void nc_small_post(nc_node *n, uint64_t g, uint64_t header)
     nc_flag *f = nc_frag_signal(n, small_flag, n->rank, g);
     atomic_store_explicit(&f->aux[0], header, memory_order_relaxed);
     nc_flag_post(f, g + 1);
-    nc_flag_prepare(nc_frag_signal(n, small_flag, n->rank, g + 1), 0);
+    nc_flag_prepare(nc_frag_signal(n, small_flag, n->rank, g + 1), sizeof f->data);
 }
 
 /* A header: published in the round, by a rank whose receive buffer may be written into, with
@@ -235,6 +235,7 @@ int nc_small_published(nc_op *op, const nc_comm *c, int peer, uint64_t g, nc_sma
     const char *ring = nc_frag_data(&c->node, nc_ring_place, peer, g);
     __builtin_prefetch(ring);
     __builtin_prefetch(ring + 64);
+    nc_flag_fetch(nc_frag_signal(&c->node, small_flag, peer, g), sizeof ((nc_flag *)0)->data);
     if (nc_small_posted(c, peer, g, s)) return 1;
     return nc_flag_reached(op, nc_frag_signal(&c->node, small_flag, peer, g), g + 1) && nc_small_posted(c, peer, g, s);
 }

@@ -124,8 +124,8 @@ static int bin_peers(const nc_comm *c, const nc_vec *recv, int small, int *peers
 {
     size_t limit = (size_t)c->cfg.alltoall_small;
     int count = 0;
-    for (int j = 1; j < c->size; j++) {
-        int i = (c->rank + j) % c->size;
+    for (int j = 1, i = c->rank; j < c->size; j++) {
+        i = i + 1 == c->size ? 0 : i + 1; /* (rank + j mod size, without a division per peer) */
         size_t len = nc_vec_len(recv, i);
         if (len && (len <= limit) == small && on_my_node(c, i)) peers[count++] = i;
     }

@@ -28,9 +28,13 @@ static void fill_slot(nc_comm *c, const nc_args *a, char *slot)
     if (slot_bytes(c, a)) memcpy(slot, a->move.send, a->move.send_bytes);
 }
 
-static nc_pub slot_pub(const nc_small *s, int peer)
+static void slot_pub(const nc_small *s, int peer, nc_pub *p)
 {
-    return (nc_pub){peer, 1, NULL, s->bytes, (const nc_span *)(const void *)s->data};
+    p->rank = peer;
+    p->in_slot = 1;
+    p->base = NULL;
+    p->bytes = s->bytes;
+    p->table = (const nc_span *)(const void *)s->data;
 }
 
 static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks)
@@ -53,8 +57,7 @@ static int publish(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *ma
 static void read_edge(nc_comm *c, const nc_args *a, const nc_pub *pub, int k)
 {
     const nc_vec *recv = a->move.recv_vec;
-    nc_pub p = *pub;
-    nc_neighbor_read_block(c, &p, p.in_slot, 0, recv, k, nc_fit(c, p.bytes, nc_vec_len(recv, k)));
+    nc_neighbor_read_block(c, pub, pub->in_slot, 0, recv, k, nc_fit(c, pub->bytes, nc_vec_len(recv, k)));
 }
 
 static const nc_neighbor_kind allgather = {slot_bytes, fill_slot, publish, slot_pub, read_edge, block};

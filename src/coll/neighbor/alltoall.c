@@ -60,11 +60,15 @@ static void fill_slot(nc_comm *c, const nc_args *a, char *slot)
     }
 }
 
-static nc_pub slot_pub(const nc_small *s, int peer)
+static void slot_pub(const nc_small *s, int peer, nc_pub *p)
 {
     uint64_t degree;
     memcpy(&degree, s->data, sizeof degree);
-    return (nc_pub){peer, 1, NULL, degree, (const nc_span *)(const void *)(s->data + NC_SLOT_DEGREE_BYTES)};
+    p->rank = peer;
+    p->in_slot = 1;
+    p->base = NULL;
+    p->bytes = degree;
+    p->table = (const nc_span *)(const void *)(s->data + NC_SLOT_DEGREE_BYTES);
 }
 
 /* A direct read's edge: a peer of my node reads it from my buffer. */
@@ -136,11 +140,10 @@ static void read_edge(nc_comm *c, const nc_args *a, const nc_pub *pub, int k)
 {
     nc_neighbors *nb = c->neighbors;
     const nc_vec *recv = a->move.recv_vec;
-    nc_pub p = *pub;
-    if (nb->in_match[k] == -1) nb->in_match[k] = find_match(c, &p, k);
-    if (nb->in_match[k] < 0 || (uint64_t)nb->in_match[k] >= p.bytes) return;
-    nc_edge_span e = ((const nc_edge_span *)(const void *)p.table)[nb->in_match[k]];
-    nc_neighbor_read_block(c, &p, (int)e.in_slot, e.off, recv, k, nc_fit(c, e.len, nc_vec_len(recv, k)));
+    if (nb->in_match[k] == -1) nb->in_match[k] = find_match(c, pub, k);
+    if (nb->in_match[k] < 0 || (uint64_t)nb->in_match[k] >= pub->bytes) return;
+    const nc_edge_span *e = (const nc_edge_span *)(const void *)pub->table + nb->in_match[k];
+    nc_neighbor_read_block(c, pub, (int)e->in_slot, e->off, recv, k, nc_fit(c, e->len, nc_vec_len(recv, k)));
 }
 
 static const nc_neighbor_kind alltoall = {slot_bytes, fill_slot, publish, slot_pub, read_edge, block};

@@ -7,14 +7,15 @@
 
 int nc_neighbor_applies(const nc_comm *c, const nc_args *a) { return c->neighbors && nc_move_anywhere(c, a); }
 
-void nc_neighbor_read_block(nc_comm *c, nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len)
+void nc_neighbor_read_block(nc_comm *c, const nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len)
 {
     if (in_slot) {
         nc_vec_unpack(recv, k, (const char *)p->table + off, len);
         return;
     }
-    p->in_slot = 0;
-    nc_move_read_block(c, p, off, recv, k, len);
+    nc_pub from_buffer = *p;
+    from_buffer.in_slot = 0;
+    nc_move_read_block(c, &from_buffer, off, recv, k, len);
 }
 
 /* Working memory (the communicator's scratch, taken in progress) and the round. */
@@ -46,7 +47,8 @@ static int posted(nc_comm *c, const nc_neighbor_state *st, const nc_neighbor_kin
 {
     nc_small s;
     if (!nc_small_posted(c, peer, st->g, &s)) return 0;
-    *p = s.data ? kind->slot_pub(&s, peer) : nc_move_pub(c, peer);
+    if (s.data) kind->slot_pub(&s, peer, p);
+    else *p = nc_move_pub(c, peer);
     return 1;
 }
 

@@ -44,8 +44,10 @@ typedef struct nc_neighbor_kind {
      * releases it (`marks`: one zeroed byte per node rank); 1 if my buffer is read directly. */
     int (*publish)(nc_comm *c, const nc_args *a, uint64_t seq, unsigned char *marks);
     /* A publication in node rank `peer`'s slots, as a reader sees it (its blocks in_slot,
-     * at offsets from p.table). */
-    nc_pub (*slot_pub)(const nc_small *s, int peer);
+     * at offsets from p.table), stored into *p.  (Not returned: a returned nc_pub went
+     * through the stack and was read back in wider loads than its fields were stored with,
+     * a store-forwarding stall per edge; docs/design.md.) */
+    void (*slot_pub)(const nc_small *s, int peer, nc_pub *p);
     /* Reads in-edge k from its sender's publication p (a rank of my node other than me). */
     void (*read)(nc_comm *c, const nc_args *a, const nc_pub *p, int k);
     /* Out-edge j's block: where its bytes are, and how many. */
@@ -76,7 +78,7 @@ static inline size_t nc_neighbor_slot_room(const nc_comm *c, size_t offset)
 }
 /* Block k of the receive vector from publication p: `len` bytes at `off` from p->table (the
  * publisher's move area or slot: in_slot), or of its buffer (a single-copy read). */
-void nc_neighbor_read_block(nc_comm *c, nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len);
+void nc_neighbor_read_block(nc_comm *c, const nc_pub *p, int in_slot, uint64_t off, const nc_vec *recv, int k, size_t len);
 
 /* The hard requirements: single copy everywhere, and a topology. */
 int nc_neighbor_applies(const nc_comm *c, const nc_args *a);
