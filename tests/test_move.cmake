@@ -9,7 +9,7 @@ else()
 endif()
 set(NODECOLL_MOVE_SMALL_SLOT "slot:NODECOLL_MOVE_SLOT=256")
 # push: Allgather's ranks write their blocks into every result from 1 KiB blocks on (in place
-# too, every rank count), instead of from NODECOLL_ALLGATHER_PUSH_MIN's 512 KiB.
+# too, every rank count), instead of from NODECOLL_ALLGATHER_PUSH_MIN's 64 KiB.
 set(NODECOLL_MOVE_PUSH "push:NODECOLL_ALLGATHER_PUSH_MIN=1K,NODECOLL_MOVE_SLOT=256")
 nodecoll_mpi_test(NAME test_move SOURCES test_move.c NP 1 2 ENVS "default:" ${NODECOLL_MOVE_SMALL_SLOT}
   "nodes2:NODECOLL_RANKS_PER_NODE=1" ${NODECOLL_MOVE_PUSH} ARGS 2 LABELS quick)

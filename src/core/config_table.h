@@ -127,7 +127,7 @@
   X(allgatherv_alg,      ENUM, 0,        0, 3,        "auto|ring|recursive-doubling|dissemination", \
     "How node leaders allgather the node regions across nodes (auto: ring for large uniform volumes, recursive " \
     "doubling or dissemination for small or skewed ones; recursive doubling needs a power-of-two node count).") \
-  X(allgather_push_min,  SIZE, 524288,    0, 1099511627776, NULL, \
+  X(allgather_push_min,  SIZE, 65536,     0, 1099511627776, NULL, \
     "Allgather on one node: from this many bytes per block, when every rank's receive buffer can be written into " \
     "(contiguous; with CMA, or in the shared heaps), each rank writes its block into every result instead of each " \
     "reading every block (one read of a block feeds every result; the ranks agree first, in one flag each).") \
