@@ -92,12 +92,17 @@ static void run(int kind, bufs *b, MPI_Comm comm, int round, int salt, const cha
 
 static uint64_t repeated(void) { return nodecoll_stat_calls("requests", "repeated"); }
 
+/* Calls of the kind's collective that nodecoll handed to the host for want of single copy
+ * (NODECOLL_CMA=off without the shared heap, for the data-movement family): those have no
+ * request of nodecoll's to restart. */
+static uint64_t left_to_host(int kind) { return nodecoll_stat_calls(kind_names[kind] + 1, "pmpi:no-cma"); }
+
 static void one_kind_after_another(bufs *b)
 {
     for (int kind = 0; kind < K_KINDS; kind++) {
-        uint64_t before = repeated();
+        uint64_t before = repeated(), host_before = left_to_host(kind);
         for (int round = 0; round < ROUNDS; round++) run(kind, b, MPI_COMM_WORLD, round, kind, "alone");
-        if (t_size > 1)
+        if (t_size > 1 && left_to_host(kind) == host_before)
             T_CHECK(repeated() - before >= (uint64_t)ROUNDS - 1, "%s: %llu of %d repetitions restarted", kind_names[kind],
                     (unsigned long long)(repeated() - before), ROUNDS - 1);
     }
