@@ -56,10 +56,10 @@
     "Fan-out radix of the Bcast tree (a rank forwards to at most this many children).") \
   X(bcast_cma_min,       SIZE, 16384,    0, 1099511627776, NULL, \
     "auto uses single-copy (CMA) Bcast from this message size up, when CMA works on the machine.") \
-  X(bcast_inline_max,    SIZE, 224,      0, 1792,     NULL, \
+  X(bcast_inline_max,    SIZE, 896,      0, 1792,     NULL, \
     "Bcast messages up to this many bytes travel in a chain of the sender's inline flags (112 bytes each, " \
-    "signal and data in one line transfer per flag; a message of up to 112 bytes always does), larger ones " \
-    "through its ring segments.") \
+    "fetched together by the reader; a message of up to 112 bytes always does), larger ones through its ring " \
+    "segments.") \
   X(bcast_check,         BOOL, 1,        0, 1,        NULL, \
     "Every rank of a node plans a Bcast from its node root's byte count, so a receiver sent more than its " \
     "count holds gets MPI_ERR_TRUNCATE and every rank stays in step.  0 saves one cache-line transfer on " \
