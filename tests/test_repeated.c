@@ -95,7 +95,10 @@ static uint64_t repeated(void) { return nodecoll_stat_calls("requests", "repeate
 /* Calls of the kind's collective that nodecoll handed to the host for want of single copy
  * (NODECOLL_CMA=off without the shared heap, for the data-movement family): those have no
  * request of nodecoll's to restart. */
-static uint64_t left_to_host(int kind) { return nodecoll_stat_calls(kind_names[kind] + 1, "pmpi:no-cma"); }
+static uint64_t left_to_host(int kind)
+{
+    return nodecoll_stat_calls(kind_names[kind] + 1, "pmpi:no-cma"); /* ("Igather": the counters' "gather") */
+}
 
 static void one_kind_after_another(bufs *b)
 {

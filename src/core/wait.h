@@ -13,7 +13,8 @@
 
 /* Two lines per flag: the adjacent-line prefetcher fetches lines in pairs, so a neighbour's
  * flag on the paired line would still be falsely shared. */
-#define NC_FLAG_BYTES 128
+#define NC_LINE_BYTES 64
+#define NC_FLAG_BYTES (2 * NC_LINE_BYTES)
 
 /* A flag and what it announces share its lines, so a small payload reaches the reader in
  * the same cache-line transfer as the signal. */
@@ -65,28 +66,27 @@ static inline void nc_flag_post(nc_flag *f, uint64_t v)
     atomic_store_explicit(&f->seq, v, memory_order_release);
 }
 
-/* Asks for exclusive ownership of the lines of a flag this rank will post next (those its
- * signal and `payload` bytes of data take), while it still has other work.  A post to a
- * line that a reader holds waits for that reader's copy to be invalidated (a cross-core
- * transfer); x86 commits stores in order, so every later store of the caller waits behind
- * it and a small call's stores filled the store buffer.  (PREFETCHW is a no-op on x86-64
- * processors without it; elsewhere a plain write hint.) */
-#define NC_FLAG_DATA_AT offsetof(nc_flag, data)
-static inline void nc_flag_prepare(const nc_flag *f, size_t payload)
+/* Asks for the lines of flag f that its signal and `payload` bytes of data take: for writing
+ * (`write`: a flag this rank will post next, while it still has other work) or for reading
+ * (a flag already posted, to be read soon).  A post to a line that a reader holds waits for
+ * that reader's copy to be invalidated (a cross-core transfer); x86 commits stores in order,
+ * so every later store of the caller waits behind it and a small call's stores filled the
+ * store buffer.  (PREFETCHW is a no-op on x86-64 processors without it; elsewhere a plain
+ * write hint.) */
+static inline void nc_flag_touch(const nc_flag *f, size_t payload, int write)
 {
-    for (size_t at = 0; at < NC_FLAG_DATA_AT + payload && at < sizeof *f; at += 64) {
+    for (size_t at = 0; at < offsetof(nc_flag, data) + payload && at < sizeof *f; at += NC_LINE_BYTES) {
+        const char *line = (const char *)f + at;
+        if (!write) __builtin_prefetch(line);
 #if defined(__x86_64__)
-        __asm__ volatile("prefetchw %0" ::"m"(*((const char *)f + at)));
+        else __asm__ volatile("prefetchw %0" ::"m"(*line));
 #else
-        __builtin_prefetch((const char *)f + at, 1);
+        else __builtin_prefetch(line, 1);
 #endif
     }
 }
-/* A reader's counterpart: fetches the lines of a flag already posted, to be read soon. */
-static inline void nc_flag_fetch(const nc_flag *f, size_t payload)
-{
-    for (size_t at = 0; at < NC_FLAG_DATA_AT + payload && at < sizeof *f; at += 64) __builtin_prefetch((const char *)f + at);
-}
+static inline void nc_flag_prepare(const nc_flag *f, size_t payload) { nc_flag_touch(f, payload, 1); }
+static inline void nc_flag_fetch(const nc_flag *f, size_t payload) { nc_flag_touch(f, payload, 0); }
 
 void nc_wait_slow(const nc_flag *f, uint64_t target, const nc_wait_policy *p);
 

@@ -81,9 +81,7 @@ static void touch_announcement(nc_node *n, const nc_node_bcast_step *st, int ran
 {
     for (uint64_t k = 0; k < frags; k++) {
         const nc_flag *f = nc_frag_signal(n, announcement_place, rank, g0 + k);
-        size_t payload = NC_INLINE_HEADER + (carried(st, frags) ? carried_len(st, k) : 0);
-        if (write) nc_flag_prepare(f, payload);
-        else nc_flag_fetch(f, payload);
+        nc_flag_touch(f, NC_INLINE_HEADER + (carried(st, frags) ? carried_len(st, k) : 0), write);
     }
 }
 
@@ -148,7 +146,8 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
                                              memory_order_relaxed);
             st->root_in_heap = !!(st->bytes & ROOT_IN_HEAP);
             st->bytes &= ~ROOT_IN_HEAP;
-            touch_announcement(n, st, st->root, n->frag, announced_frags(c, st), 0);
+            /* (a message in one flag was read with it) */
+            if (st->bytes > NC_INLINE_ALIGNED_MAX) touch_announcement(n, st, st->root, n->frag, announced_frags(c, st), 0);
         }
     }
     st->alg = choose(c, st);
