@@ -81,7 +81,8 @@ nodecoll_mpi_test(NAME test_nonblocking_reduce SOURCES test_nonblocking_reduce.c
   "repro:NODECOLL_REPRODUCIBLE=1"
   "progress:NODECOLL_PROGRESS_THREAD=1,NODECOLL_RANKS_PER_NODE=2"
   "pending1:NODECOLL_PENDING_MAX=1,NODECOLL_RANKS_PER_NODE=2"
-  "setupworld:NODECOLL_SETUP_WORLD=1,NODECOLL_RANKS_PER_NODE=2" LABELS quick)
+  "setupworld:NODECOLL_SETUP_WORLD=1,NODECOLL_RANKS_PER_NODE=2"
+  "chain:NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2" LABELS quick)
 # MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for an empty array of
 # statuses: its stringop-overflow warning is wrong there.
 if(NODECOLL_MPI STREQUAL "mpich")

@@ -260,7 +260,7 @@ static void check_ledger(void)
     make_solo(&c, &w, 5, 1);
     nc_node *n = &c.node;
     nc_op op = {.c = &c};
-    nc_frag_place ring = {0, 0}, inline_place = nc_frag_place_aligned(8);
+    nc_frag_place ring = {0, 0}, inline_place = {1, NC_INLINE_HEADER};
     CHECK(nc_take_frags(n, 3) == 0 && nc_take_frags(n, 2) == 3 && n->frag == 5, "fragments numbered in order");
     CHECK(nc_take_sync(n) == 1 && nc_take_sync(n) == 2, "barrier numbers in order");
     CHECK(nc_take_round(n) == 1, "data-movement rounds from 1");

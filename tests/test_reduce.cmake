@@ -32,6 +32,14 @@ nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 6
 nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 6
   ENVS "nodes3:NODECOLL_RANKS_PER_NODE=2" "cyclic3:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
   ARGS ${NODECOLL_REDUCE_MULTI_STRIDE6} LABELS quick)
+# Chains of inline flags up to the longest allowed (NODECOLL_REDUCE_INLINE_MAX): posted first
+# flag last, under every algorithm that publishes fragments, a tree with inner ranks, a root
+# that is not the tree's top, and resumable runs.
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 2 3 4
+  ENVS "chain:NODECOLL_REDUCE_INLINE_MAX=1792"
+       "chaintree:NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2"
+       "chainbackground:NODECOLL_TEST_BACKGROUND=1,NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_REDUCE_ALG=flat"
+  ARGS ${NODECOLL_REDUCE_MULTI_STRIDE} LABELS quick)
 # Rank 0 keeps a nonblocking Barrier outstanding through every reduction: its reductions run
 # as resumable operations that return to the engine at every wait, on one node and across
 # nodes (where its bridge steps must still meet the other leaders' blocking ones).

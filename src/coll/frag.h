@@ -19,10 +19,6 @@ static const nc_frag_place nc_ring_place = {0, 0};
  * byte count), and the data is 16-byte aligned, as long double and its pairs require. */
 #define NC_INLINE_HEADER 8
 #define NC_INLINE_ALIGNED_MAX (NC_INLINE_MAX - NC_INLINE_HEADER)
-static inline nc_frag_place nc_frag_place_aligned(size_t message_bytes)
-{
-    return (nc_frag_place){message_bytes <= NC_INLINE_ALIGNED_MAX, NC_INLINE_HEADER};
-}
 
 static inline nc_flag *nc_frag_signal(const nc_node *n, nc_frag_place p, int rank, uint64_t g)
 {

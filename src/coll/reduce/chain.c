@@ -19,7 +19,7 @@ nc_step nc_scan_chain_progress(nc_op *op, nc_scan_chain_step *st)
 {
     nc_node *n = &op->c->node;
     NC_BEGIN(st);
-    st->p = nc_plan_fragments(n, st->count, st->red->elem_size);
+    st->p = nc_plan_fragments(n, st->count, st->red->elem_size, (size_t)op->c->cfg.reduce_inline_max);
     for (st->k = 0; st->k < st->p.nfrag; st->k++) {
         st->g = st->p.g0 + st->k;
         st->cnt = nc_frag_count(&st->p, st->k);
@@ -29,13 +29,13 @@ nc_step nc_scan_chain_progress(nc_op *op, nc_scan_chain_step *st)
         st->mine = nc_slot_take(n, st->p.place, st->g, NULL);
         nc_copy_bytes(st->mine, st->send + st->off, st->len);
         if (n->rank > 0) {
-            NC_AWAIT(st, nc_frag_published(op, n, st->p.place, n->rank - 1, st->g));
+            NC_AWAIT(st, nc_frag_published(op, n, &st->p, n->rank - 1, st->k));
             const char *prev = nc_frag_data(n, st->p.place, n->rank - 1, st->g);
             if (st->exclusive) nc_copy_bytes(st->recv + st->off, prev, st->len);
             nc_fold(st->red, prev, st->mine, st->cnt);
         }
         if (!st->exclusive) nc_copy_bytes(st->recv + st->off, st->mine, st->len);
-        nc_frag_publish(n, st->p.place, st->g);
+        nc_frag_publish(n, &st->p, st->k);
         nc_consumed_through(n, st->g);
     }
     NC_END(st);

@@ -135,7 +135,7 @@ nc_step nc_node_forward_progress(nc_op *op, nc_node_forward_step *st)
 {
     nc_node *n = &op->c->node;
     NC_BEGIN(st);
-    st->p = nc_plan_fragments(n, st->bytes, 1);
+    st->p = nc_plan_fragments(n, st->bytes, 1, (size_t)op->c->cfg.reduce_inline_max);
     for (st->k = 0; st->k < st->p.nfrag; st->k++) {
         st->g = st->p.g0 + st->k;
         st->off = nc_frag_first(&st->p, st->k);
@@ -143,9 +143,9 @@ nc_step nc_node_forward_progress(nc_op *op, nc_node_forward_step *st)
         if (n->rank == st->from) {
             NC_AWAIT(st, nc_slot_free(op, n, st->p.place, st->g));
             nc_copy_bytes(nc_slot_take(n, st->p.place, st->g, NULL), st->src + st->off, st->len);
-            nc_frag_publish(n, st->p.place, st->g);
+            nc_frag_publish(n, &st->p, st->k);
         } else if (n->rank == st->to) {
-            NC_AWAIT(st, nc_frag_published(op, n, st->p.place, st->from, st->g));
+            NC_AWAIT(st, nc_frag_published(op, n, &st->p, st->from, st->k));
             nc_copy_bytes(st->dst + st->off, nc_frag_data(n, st->p.place, st->from, st->g), st->len);
         }
         nc_consumed_through(n, st->g); /* everybody, so `from` can reuse its slots within a long message */

@@ -9,9 +9,8 @@
 typedef struct everybody_folds {
     nc_frag_plan p;
     size_t lo, hi; /* the elements I keep (recv[0] is element lo) */
-    uint64_t k, g;
+    uint64_t k, g, posted, ahead;
     size_t first, cnt, from, to;
-    char *mine;
     int q;
 } everybody_folds;
 
@@ -27,7 +26,7 @@ NC_REDUCE_STATE_FITS(flat_state);
 /* Folds rank f->q's elements [from, to) of the current fragment into my result. */
 static void fold_one(const nc_reduce_call *call, const everybody_folds *f, const nc_node *n)
 {
-    const char *src = (f->q == n->rank ? f->mine : nc_frag_data(n, f->p.place, f->q, f->g)) + (f->from - f->first) * f->p.elem;
+    const char *src = nc_frag_data(n, f->p.place, f->q, f->g) + (f->from - f->first) * f->p.elem;
     char *dst = call->recv + (f->from - f->lo) * f->p.elem;
     if (f->q == n->size - 1) nc_copy_bytes(dst, src, (f->to - f->from) * f->p.elem);
     else nc_fold(call->red, src, dst, f->to - f->from);
@@ -46,19 +45,26 @@ static nc_step progress(nc_op *op, void *state)
     } else {
         f->lo = call->deliver == NC_DELIVER_OWN ? call->first[n->rank] : 0;
         f->hi = call->deliver == NC_DELIVER_OWN ? call->first[n->rank + 1] : call->count;
-        f->p = nc_plan_fragments(n, call->count, call->red->elem_size);
-        for (f->k = 0; f->k < f->p.nfrag; f->k++) {
+        f->p = nc_plan_fragments(n, call->count, call->red->elem_size, (size_t)op->c->cfg.reduce_inline_max);
+        /* My input goes to my slots (from there on it is my input: in place, recv is my
+         * result): a chain of inline flags all before the first fold, as its first flag is
+         * posted last; a ring segment just before its fold, as the ring may hold fewer
+         * segments than the call has. */
+        f->ahead = f->p.place.in_flag ? f->p.nfrag : 1;
+        for (f->k = f->posted = 0; f->k < f->p.nfrag; f->k++) {
+            for (; f->posted < f->p.nfrag && f->posted < f->k + f->ahead; f->posted++) {
+                NC_AWAIT(&st->head, nc_slot_free(op, n, f->p.place, f->p.g0 + f->posted));
+                nc_copy_bytes(nc_slot_take(n, f->p.place, f->p.g0 + f->posted, NULL),
+                              call->send + nc_frag_first(&f->p, f->posted) * f->p.elem, nc_frag_count(&f->p, f->posted) * f->p.elem);
+                nc_frag_publish(n, &f->p, f->posted);
+            }
             f->g = f->p.g0 + f->k;
             f->first = nc_frag_first(&f->p, f->k);
             f->cnt = nc_frag_count(&f->p, f->k);
-            NC_AWAIT(&st->head, nc_slot_free(op, n, f->p.place, f->g));
-            f->mine = nc_slot_take(n, f->p.place, f->g, NULL); /* my input from here on (in place) */
-            nc_copy_bytes(f->mine, call->send + f->first * f->p.elem, f->cnt * f->p.elem);
-            nc_frag_publish(n, f->p.place, f->g);
             f->from = f->first > f->lo ? f->first : f->lo;
             f->to = nc_min_size(f->first + f->cnt, f->hi);
             for (f->q = n->size - 1; f->q >= 0 && f->from < f->to; f->q--) {
-                if (f->q != n->rank) NC_AWAIT(&st->head, nc_frag_published(op, n, f->p.place, f->q, f->g));
+                if (f->q != n->rank) NC_AWAIT(&st->head, nc_frag_published(op, n, &f->p, f->q, f->k));
                 fold_one(call, f, n);
             }
             nc_consumed_through(n, f->g);

@@ -72,29 +72,23 @@ size_t nc_slice_first(const nc_reduce_call *call, int size, int q);
 /* Done reading everything up to fragment g: my slot-reuse promise to every other rank. */
 static inline void nc_consumed_through(nc_node *n, uint64_t g) { nc_flag_post(&nc_node_ctl(n, n->rank)->cons, g + 1); }
 
-/* For `ready` expressions: node rank `rank` has published fragment g where p says. */
-static inline int nc_frag_published(nc_op *op, nc_node *n, nc_frag_place p, int rank, uint64_t g)
-{
-    return nc_flag_reached(op, nc_frag_signal(n, p, rank, g), g + 1);
-}
-static inline void nc_frag_publish(nc_node *n, nc_frag_place p, uint64_t g)
-{
-    nc_flag_post(nc_frag_signal(n, p, n->rank, g), g + 1);
-    if (p.in_flag) nc_flag_prepare(nc_frag_signal(n, p, n->rank, g + 1), 0);
-}
-
 /* A call's elements cut into fragments of whole elements, numbered from the node's fragment
- * counter (taken alike on every rank), published inline or in a ring segment. */
+ * counter (taken alike on every rank), published inline or in a ring segment.  A message of
+ * up to NODECOLL_REDUCE_INLINE_MAX bytes rides in a chain of inline flags, a flag's worth of
+ * elements in each: signal and data in one line transfer per flag, and the flags of a chain
+ * fetched together (nc_frag_publish, nc_frag_published). */
 typedef struct nc_frag_plan {
     nc_frag_place place;
     size_t per_frag, count, elem; /* elements per fragment, in all, bytes per element */
     uint64_t g0, nfrag;
 } nc_frag_plan;
 
-static inline nc_frag_plan nc_plan_fragments(nc_node *n, size_t count, size_t elem)
+static inline nc_frag_plan nc_plan_fragments(nc_node *n, size_t count, size_t elem, size_t chain_max)
 {
-    nc_frag_plan p = {nc_frag_place_aligned(count * elem), 0, count, elem, 0, 0};
-    p.per_frag = p.place.in_flag ? (count ? count : 1) : n->layout.seg_size / elem;
+    size_t bytes = count * elem, per_flag = NC_INLINE_ALIGNED_MAX / elem;
+    int one_flag = bytes <= NC_INLINE_ALIGNED_MAX, chain = !one_flag && per_flag && bytes <= chain_max;
+    nc_frag_plan p = {{one_flag || chain, NC_INLINE_HEADER}, 0, count, elem, 0, 0};
+    p.per_frag = one_flag ? (count ? count : 1) : chain ? per_flag : n->layout.seg_size / elem;
     p.nfrag = (count + p.per_frag - 1) / p.per_frag;
     p.g0 = nc_take_frags(n, p.nfrag);
     return p;
@@ -103,6 +97,38 @@ static inline size_t nc_frag_first(const nc_frag_plan *p, uint64_t k) { return (
 static inline size_t nc_frag_count(const nc_frag_plan *p, uint64_t k)
 {
     return nc_min_size(p->per_frag, p->count - nc_frag_first(p, k));
+}
+
+/* The lines of node rank `rank`'s inline flags for fragments k0 .. nfrag - 1 + shift of the
+ * plan (shifted by a call's worth: the next call's, which likely has the same plan), for
+ * reading or writing (core/wait.h, nc_flag_touch). */
+static inline void nc_frag_touch_chain(const nc_node *n, const nc_frag_plan *p, int rank, uint64_t k0, uint64_t shift,
+                                       int write)
+{
+    for (uint64_t k = k0; k < p->nfrag; k++)
+        nc_flag_touch(nc_frag_signal(n, p->place, rank, p->g0 + shift + k), NC_INLINE_HEADER + nc_frag_count(p, k) * p->elem,
+                      write);
+}
+
+/* For `ready` expressions: node rank `rank` has published fragment g0 + k of plan p.  Seeing
+ * a chain's first flag, which its publisher posts last, a reader asks for the lines of all
+ * the others at once. */
+static inline int nc_frag_published(nc_op *op, nc_node *n, const nc_frag_plan *p, int rank, uint64_t k)
+{
+    if (!nc_flag_reached(op, nc_frag_signal(n, p->place, rank, p->g0 + k), p->g0 + k + 1)) return 0;
+    if (!k && p->place.in_flag) nc_frag_touch_chain(n, p, rank, 1, 0, 0);
+    return 1;
+}
+/* Posts fragment g0 + k of plan p, filled.  In a chain of inline flags the first is posted
+ * after the last, and the lines of the next call's chain are then asked for writing
+ * (docs/design.md, "Posting without stalling the poster"). */
+static inline void nc_frag_publish(nc_node *n, const nc_frag_plan *p, uint64_t k)
+{
+    uint64_t g = p->g0 + k;
+    if (!p->place.in_flag || k) nc_flag_post(nc_frag_signal(n, p->place, n->rank, g), g + 1);
+    if (!p->place.in_flag || k + 1 < p->nfrag) return;
+    nc_flag_post(nc_frag_signal(n, p->place, n->rank, p->g0), p->g0 + 1);
+    nc_frag_touch_chain(n, p, n->rank, 0, p->nfrag, 1);
 }
 
 /* Reduce_scatter's blocks: first[q] .. first[q+1] is comm rank q's, in elements (size + 1
@@ -185,6 +211,7 @@ typedef struct nc_fanin {
     int radix, root, top_rank;
     nc_tree_pos t;
     int top, top_direct, i, child;
+    int root_copies; /* I am the root but not the top: I copy the result from the top's slots */
     nc_frag_plan p;
     uint64_t k, g;
     size_t cnt, off, len;

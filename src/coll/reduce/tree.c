@@ -19,22 +19,34 @@ void nc_fanin_setup(nc_fanin *st, const nc_reduce_call *call, const nc_hier *hie
     st->root = root;
 }
 
+/* Fragment k of the plan: where it starts, how much. */
+static void take_fragment(nc_fanin *st)
+{
+    st->g = st->p.g0 + st->k;
+    st->cnt = nc_frag_count(&st->p, st->k);
+    st->off = nc_frag_first(&st->p, st->k) * st->p.elem;
+    st->len = st->cnt * st->p.elem;
+}
+
+static void copy_from_top(const nc_fanin *st, const nc_node *n)
+{
+    nc_copy_bytes(st->call->recv + st->off, nc_frag_data(n, st->p.place, st->top_rank, st->g), st->len);
+}
+
 nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
 {
     nc_node *n = &op->c->node;
     const nc_reduce_call *call = st->call;
     NC_BEGIN(st);
-    st->p = nc_plan_fragments(n, call->count, call->red->elem_size);
+    st->p = nc_plan_fragments(n, call->count, call->red->elem_size, (size_t)op->c->cfg.reduce_inline_max);
     st->t = nc_node_tree(n, st->hier, st->top_rank, st->radix, NC_TREE_RANGE);
     st->top = st->t.parent < 0;
     /* The top folds straight into the result unless that is its own input (in place) or the
      * result belongs to another rank, which then copies it from the top's slot. */
     st->top_direct = st->top && st->root == st->top_rank && call->send != call->recv;
+    st->root_copies = n->rank == st->root && st->root != st->top_rank;
     for (st->k = 0; st->k < st->p.nfrag; st->k++) {
-        st->g = st->p.g0 + st->k;
-        st->cnt = nc_frag_count(&st->p, st->k);
-        st->off = nc_frag_first(&st->p, st->k) * st->p.elem;
-        st->len = st->cnt * st->p.elem;
+        take_fragment(st);
         if (st->top_direct) {
             st->acc = call->recv + st->off;
         } else {
@@ -44,7 +56,7 @@ nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
         /* acc = own op (child 1 op (child 2 op ... child m)) */
         for (st->i = st->t.children - 1; st->i >= 0; st->i--) {
             st->child = nc_tree_child(st->hier, n->size, &st->t, st->i);
-            NC_AWAIT(st, nc_frag_published(op, n, st->p.place, st->child, st->g));
+            NC_AWAIT(st, nc_frag_published(op, n, &st->p, st->child, st->k));
             const char *child = nc_frag_data(n, st->p.place, st->child, st->g);
             if (st->i == st->t.children - 1) nc_copy_bytes(st->acc, child, st->len);
             else nc_fold(call->red, child, st->acc, st->cnt);
@@ -54,11 +66,19 @@ nc_step nc_fanin_progress(nc_op *op, nc_fanin *st)
         if (st->top && st->root == st->top_rank && !st->top_direct)
             nc_copy_bytes(call->recv + st->off, st->acc, st->len);
         else if (!st->top_direct)
-            nc_frag_publish(n, st->p.place, st->g);
-        if (n->rank == st->root && st->root != st->top_rank) {
-            NC_AWAIT(st, nc_frag_published(op, n, st->p.place, st->top_rank, st->g));
-            nc_copy_bytes(call->recv + st->off, nc_frag_data(n, st->p.place, st->top_rank, st->g), st->len);
+            nc_frag_publish(n, &st->p, st->k);
+        if (st->root_copies && !st->p.place.in_flag) {
+            NC_AWAIT(st, nc_frag_published(op, n, &st->p, st->top_rank, st->k));
+            copy_from_top(st, n);
         }
+        if (!st->root_copies || !st->p.place.in_flag) nc_consumed_through(n, st->g);
+    }
+    /* A chain of inline flags is posted first flag last (nc_frag_publish): the top's comes
+     * once mine is out, so the root copies it only then (consumed only then, too). */
+    for (st->k = 0; st->root_copies && st->p.place.in_flag && st->k < st->p.nfrag; st->k++) {
+        take_fragment(st);
+        NC_AWAIT(st, nc_frag_published(op, n, &st->p, st->top_rank, st->k));
+        copy_from_top(st, n);
         nc_consumed_through(n, st->g);
     }
     NC_END(st);
