@@ -40,6 +40,11 @@ nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 2 3 4
        "chaintree:NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_REDUCE_ALG=tree,NODECOLL_REDUCE_FANIN=2"
        "chainbackground:NODECOLL_TEST_BACKGROUND=1,NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_REDUCE_ALG=flat"
   ARGS ${NODECOLL_REDUCE_MULTI_STRIDE} LABELS quick)
+# (across emulated nodes: the node steps, the forward step and Scan's node chains)
+nodecoll_mpi_test(NAME test_reduce SOURCES test_reduce.c NP 3 4
+  ENVS "chaincyclic:NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
+       "chainnodes:NODECOLL_REDUCE_INLINE_MAX=1792,NODECOLL_RANKS_PER_NODE=2"
+  ARGS ${NODECOLL_REDUCE_MULTI_STRIDE} LABELS quick)
 # Rank 0 keeps a nonblocking Barrier outstanding through every reduction: its reductions run
 # as resumable operations that return to the engine at every wait, on one node and across
 # nodes (where its bridge steps must still meet the other leaders' blocking ones).

@@ -90,9 +90,10 @@
     "auto uses the single-copy slice algorithm for Reduce (to a root) from this many bytes up when every rank's " \
     "buffers lie in its shared heap (NODECOLL_HEAP; the node's ranks agree on that first, in one flag each).") \
   X(reduce_inline_max,   SIZE, 224,      0, 1792,     NULL, \
-    "Reductions (Reduce, Allreduce, Reduce_scatter, Scan) of up to this many bytes on a node travel in a chain " \
-    "of inline flags (112 bytes each: data and signal in one line transfer, the chain's lines fetched together); " \
-    "larger ones in the shared-memory ring.  0: only what fits one flag.") \
+    "Node reductions (Reduce, Allreduce, Reduce_scatter, Scan, Exscan, and their steps across nodes) of up to this " \
+    "many bytes travel in a chain of inline flags (up to 112 bytes of whole elements each: data and signal in one " \
+    "line transfer, the chain's lines fetched together); larger ones, and elements over 112 bytes, in the " \
+    "shared-memory ring.  At most 112: only what fits one flag.") \
   X(reduce_chunk,        SIZE, 262144,    64, 1073741824, NULL, \
     "Bytes a rank reduces at a time in the slice algorithm (two buffers of this size should stay in cache), " \
     "and per rank per step in the ordered multi-node algorithm.") \

@@ -1,4 +1,4 @@
-/* Flat reduction: every rank publishes its input (a flag line or a ring segment) and folds
+/* Flat reduction: every rank publishes its input (inline flags or ring segments) and folds
  * everybody's in rank order, Allreduce the whole vector, Reduce_scatter its own block: one
  * cache-line transfer for a small Allreduce, no fan-out step, and the same code on the same
  * inputs gives every rank the same bits.  A Reduce to a root is the fan-in whose radix is

@@ -99,9 +99,9 @@ static inline size_t nc_frag_count(const nc_frag_plan *p, uint64_t k)
     return nc_min_size(p->per_frag, p->count - nc_frag_first(p, k));
 }
 
-/* The lines of node rank `rank`'s inline flags for fragments k0 .. nfrag - 1 + shift of the
- * plan (shifted by a call's worth: the next call's, which likely has the same plan), for
- * reading or writing (core/wait.h, nc_flag_touch). */
+/* The lines of node rank `rank`'s inline flags for fragments k0 .. nfrag - 1 of the plan,
+ * or, shifted by a call's worth (shift = nfrag), of the next call's, which likely has the
+ * same plan; for reading or writing (core/wait.h, nc_flag_touch). */
 static inline void nc_frag_touch_chain(const nc_node *n, const nc_frag_plan *p, int rank, uint64_t k0, uint64_t shift,
                                        int write)
 {
@@ -202,7 +202,7 @@ nc_step nc_scan_chain_progress(nc_op *op, nc_scan_chain_step *st);
 /* ---- the fan-in tree (tree.c), also flat's fan-in to a root -------------------------------
  * Over ranges of the node's topology groups (core/hier.h; NULL: contiguous rank ranges)
  * rooted at node rank `top`: a parent folds its children's published partial results and its
- * own input into its own slot, pipelined in fragments; the result goes to node rank `root`'s
+ * own input into its own slot, pipelined in ring fragments (a chain of inline flags goes whole); the result goes to node rank `root`'s
  * recv (copied from top's slot when root is not top; call->deliver is not read). */
 typedef struct nc_fanin {
     int pc;
