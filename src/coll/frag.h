@@ -1,7 +1,8 @@
 /* Fragments a rank publishes in its own shared memory for the others to read: inside its
  * inline flags when a small message fits one or a short chain of them (signal and data
- * arrive in one cache-line transfer per flag), else in its ring, announced by its pub flag.  Shared by every
- * collective that uses the ring, so one rule protects a slot whoever filled it last. */
+ * arrive in one cache-line transfer per flag), else in its ring, announced by its pub flag.
+ * Shared by every collective that uses the ring, so one rule protects a slot whoever filled
+ * it last. */
 #ifndef NC_FRAG_H
 #define NC_FRAG_H
 

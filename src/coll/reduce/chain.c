@@ -1,7 +1,7 @@
 /* Scan / Exscan on a node: prefix(r) = prefix(r-1) op x(r).  Rank r folds rank r-1's
  * published prefix into a copy of its own input and publishes the result, fragment by
- * fragment (a pipeline along the chain; a message in a chain of inline flags goes whole).  On one node the chain is the call; across nodes it
- * is the node step of scan_hierarchy.c. */
+ * fragment (a pipeline along the chain; a message in a chain of inline flags goes whole).
+ * On one node the chain is the call; across nodes it is the node step of scan_hierarchy.c. */
 #include "reduce.h"
 #include "../ledger.h"
 

@@ -202,8 +202,9 @@ nc_step nc_scan_chain_progress(nc_op *op, nc_scan_chain_step *st);
 /* ---- the fan-in tree (tree.c), also flat's fan-in to a root -------------------------------
  * Over ranges of the node's topology groups (core/hier.h; NULL: contiguous rank ranges)
  * rooted at node rank `top`: a parent folds its children's published partial results and its
- * own input into its own slot, pipelined in ring fragments (a chain of inline flags goes whole); the result goes to node rank `root`'s
- * recv (copied from top's slot when root is not top; call->deliver is not read). */
+ * own input into its own slot, pipelined in ring fragments (a chain of inline flags goes
+ * whole); the result goes to node rank `root`'s recv (copied from top's slot when root is not
+ * top; call->deliver is not read). */
 typedef struct nc_fanin {
     int pc;
     const nc_reduce_call *call;

@@ -1,8 +1,9 @@
 /* Reduction tree: a fan-in over contiguous rank ranges rooted at node rank 0, or over ranges
  * of the node's topology groups rooted at the root (core/hier.h; the registry says which,
  * nc_registry_fanin_shape); a parent folds its children's published partial results and its
- * own input into its own slot, pipelined in ring fragments (a chain of inline flags goes whole).  A Reduce to another root than the
- * tree's: that root copies each fragment from the top's slot.  Allreduce: then the node
+ * own input into its own slot, pipelined in ring fragments (a chain of inline flags goes
+ * whole).  A Reduce to another root than the tree's: that root copies each fragment from the
+ * top's slot.  Allreduce: then the node
  * Bcast; Reduce_scatter: an Allreduce into the node's vector scratch, of which each rank
  * keeps its block.  The fan-in also serves flat (radix P-1). */
 #include "reduce.h"
