@@ -83,10 +83,17 @@ typedef struct nc_frag_plan {
     uint64_t g0, nfrag;
 } nc_frag_plan;
 
+/* At most this many flags in a chain: a call's steps (a node reduction, a forward step, a
+ * node Bcast) then never take more than the 64 inline slots between them, and no chain waits
+ * for a slot that its own call holds. */
+#define NC_CHAIN_FLAGS_MAX (NC_INLINE_SLOTS / 4)
+
 static inline nc_frag_plan nc_plan_fragments(nc_node *n, size_t count, size_t elem, size_t chain_max)
 {
-    size_t bytes = count * elem, per_flag = NC_INLINE_ALIGNED_MAX / elem;
-    int one_flag = bytes <= NC_INLINE_ALIGNED_MAX, chain = !one_flag && per_flag && bytes <= chain_max;
+    size_t bytes = count * elem;
+    int one_flag = bytes <= NC_INLINE_ALIGNED_MAX, chain = 0;
+    size_t per_flag = one_flag || bytes > chain_max ? 0 : NC_INLINE_ALIGNED_MAX / elem; /* (no division for 8 B) */
+    if (per_flag) chain = count <= per_flag * NC_CHAIN_FLAGS_MAX;
     nc_frag_plan p = {{one_flag || chain, NC_INLINE_HEADER}, 0, count, elem, 0, 0};
     p.per_frag = one_flag ? (count ? count : 1) : chain ? per_flag : n->layout.seg_size / elem;
     p.nfrag = (count + p.per_frag - 1) / p.per_frag;
