@@ -9,7 +9,7 @@
 typedef struct everybody_folds {
     nc_frag_plan p;
     size_t lo, hi; /* the elements I keep (recv[0] is element lo) */
-    uint64_t k, g, posted, ahead;
+    uint64_t k, g, posted;
     size_t first, cnt, from, to;
     int q;
 } everybody_folds;
@@ -22,6 +22,11 @@ typedef struct flat_state {
     } run;
 } flat_state;
 NC_REDUCE_STATE_FITS(flat_state);
+
+/* How many of my fragments are out before I fold fragment k: a chain of inline flags all of
+ * them, as its first flag is posted last; ring segments each just before its fold, as the
+ * ring may hold fewer segments than the call has. */
+static uint64_t published_before_fold(const nc_frag_plan *p, uint64_t k) { return p->place.in_flag ? p->nfrag : k + 1; }
 
 /* Folds rank f->q's elements [from, to) of the current fragment into my result. */
 static void fold_one(const nc_reduce_call *call, const everybody_folds *f, const nc_node *n)
@@ -46,13 +51,9 @@ static nc_step progress(nc_op *op, void *state)
         f->lo = call->deliver == NC_DELIVER_OWN ? call->first[n->rank] : 0;
         f->hi = call->deliver == NC_DELIVER_OWN ? call->first[n->rank + 1] : call->count;
         f->p = nc_plan_fragments(n, call->count, call->red->elem_size, (size_t)op->c->cfg.reduce_inline_max);
-        /* My input goes to my slots (from there on it is my input: in place, recv is my
-         * result): a chain of inline flags all before the first fold, as its first flag is
-         * posted last; a ring segment just before its fold, as the ring may hold fewer
-         * segments than the call has. */
-        f->ahead = f->p.place.in_flag ? f->p.nfrag : 1;
+        /* My input goes to my slots (from there on it is my input: in place, recv is my result). */
         for (f->k = f->posted = 0; f->k < f->p.nfrag; f->k++) {
-            for (; f->posted < f->p.nfrag && f->posted < f->k + f->ahead; f->posted++) {
+            for (; f->posted < published_before_fold(&f->p, f->k); f->posted++) {
                 NC_AWAIT(&st->head, nc_slot_free(op, n, f->p.place, f->p.g0 + f->posted));
                 nc_copy_bytes(nc_slot_take(n, f->p.place, f->p.g0 + f->posted, NULL),
                               call->send + nc_frag_first(&f->p, f->posted) * f->p.elem, nc_frag_count(&f->p, f->posted) * f->p.elem);

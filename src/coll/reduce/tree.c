@@ -3,9 +3,9 @@
  * nc_registry_fanin_shape); a parent folds its children's published partial results and its
  * own input into its own slot, pipelined in ring fragments (a chain of inline flags goes
  * whole).  A Reduce to another root than the tree's: that root copies each fragment from the
- * top's slot.  Allreduce: then the node
- * Bcast; Reduce_scatter: an Allreduce into the node's vector scratch, of which each rank
- * keeps its block.  The fan-in also serves flat (radix P-1). */
+ * top's slot.  Allreduce: then the node Bcast; Reduce_scatter: an Allreduce into the node's
+ * vector scratch, of which each rank keeps its block.  The fan-in also serves flat (radix
+ * P-1). */
 #include "reduce.h"
 #include "../ledger.h"
 #include "../registry.h"
