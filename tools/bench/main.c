@@ -108,8 +108,9 @@ static void progress_clear(void)
  * left the point's calls (a rank still spinning in one would take a core from the two that
  * measure), so that a row's bound has seen the machine as the point left it: rows printed
  * on the way use the lowest value seen so far, the JSON and CSV the lowest of the run.  The
- * copy rates are measured again after the sweep (limits_copy_again): the JSON and CSV use
- * the better of the two measurements. */
+ * copy rates are measured again after every point that copies 1 MiB or more per copier, at
+ * its size (limits_copy_probe), and at every size after the sweep (limits_copy_again): the
+ * JSON and CSV use the best of all measurements. */
 static int run_sweep(const struct options *o, struct limits *l, const struct sweep *s,
                      struct result *res, int rank, int nranks)
 {
@@ -123,6 +124,7 @@ static int run_sweep(const struct options *o, struct limits *l, const struct swe
         measure_point(a, o, &s->pts[i], &res[i]);
         sync_wait(arena_sync(a));
         limits_probe(l);
+        limits_copy_probe(l, s->pts[i].coll, nranks, s->pts[i].bytes);
         res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
         failed |= res[i].check > 0;
         if (loud) progress_clear();
