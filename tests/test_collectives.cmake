@@ -4,11 +4,12 @@ set(NODECOLL_COLL_ENVS
   "nodes2:NODECOLL_RANKS_PER_NODE=2"
   "cyclic:NODECOLL_RANKS_PER_NODE=2,NODECOLL_NODE_MAP=cyclic"
   "single:NODECOLL_RANKS_PER_NODE=1"
-  "shmring:NODECOLL_BCAST_ALG=shm,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2,NODECOLL_BARRIER_ALG=flat"
+  "shmring:NODECOLL_BCAST_ALG=shm,NODECOLL_SEGMENT_SIZE=4K,NODECOLL_SEGMENTS=2,NODECOLL_BARRIER_ALG=flat,NODECOLL_WAIT_REUSE_GAP=1"
   "cma:NODECOLL_BCAST_ALG=cma,NODECOLL_CMA_CHUNK=8K,NODECOLL_BCAST_RADIX=2,NODECOLL_BARRIER_ALG=tree,NODECOLL_BARRIER_FANIN=2,NODECOLL_BARRIER_FANOUT=3"
-  "tree:NODECOLL_BCAST_ALG=shm,NODECOLL_BCAST_RADIX=2,NODECOLL_BARRIER_ALG=dissemination,NODECOLL_BARRIER_RADIX=3"
+  "tree:NODECOLL_BCAST_ALG=shm,NODECOLL_BCAST_RADIX=2,NODECOLL_BARRIER_ALG=dissemination,NODECOLL_BARRIER_RADIX=3,NODECOLL_WAIT_REUSE_GAP=100000"
   "nocma:NODECOLL_CMA=off,NODECOLL_BARRIER_ALG=dissemination,OMPI_MCA_btl_vader_single_copy_mechanism=none"
   "push:NODECOLL_BCAST_ALG=cma,NODECOLL_CMA_PUSH_MIN=4K,NODECOLL_CMA_CHUNK=16K,NODECOLL_ALLGATHER_PUSH_MIN=4K")
+# (shmring polls for a slot's release after every pause, tree at most once per spin phase.)
 # The full matrix up to 4 ranks; beyond that (3x oversubscribed, slow host MPI) a cross-section.
 # Under MPICH, whose own calls collapse once oversubscribed (the PMPI oracle then dominates a
 # test's time), the cross-section starts at 4 ranks: the variants exercise nodecoll's shared

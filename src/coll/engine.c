@@ -171,7 +171,7 @@ int nc_bridge_done(nc_op *op, nc_bridge_req *r)
 {
     int err = 0;
     if (r->impl && (!nc_engine_may_call_host() || !op->c->bridge.test(op->c->bridge.ctx, r, &err))) {
-        op->wait = (nc_waiting){NULL, 0, r};
+        op->wait = (nc_waiting){NULL, 0, r, 0};
         return 0;
     }
     if (err && !op->err) op->err = err;
@@ -223,11 +223,22 @@ static void while_waiting(void *unused)
     nc_engine_poke_host();
 }
 
-/* Waits (spin, yield, sleep as c's node policy says) for what w names; while it waits, the
- * other outstanding operations of the process progress.  Host requests are left to their
- * operation's own progress, which tests them (MPI forbids testing one request in two
- * threads at once, and progress runs under the queue's lock or by the operation's only
- * owner). */
+/* Waits (spin, yield, sleep as c's node policy says) for the flag w names; while it waits,
+ * the other outstanding operations of the process progress. */
+static void wait_for_flag(const nc_comm *c, const nc_waiting *w)
+{
+    nc_wait_policy policy = c->node.wait;
+    policy.idle = while_waiting;
+    /* A rank that waits for a slot runs ahead of its peers, and each poll takes the line a
+     * peer posts its progress to: that peer's next post must fetch it back first, and its
+     * later stores queue behind that one (docs/design.md, "Waiting"). */
+    if (w->patient) policy.gap = (int)c->cfg.wait_reuse_gap;
+    nc_wait_ge(w->flag, w->value, &policy);
+}
+
+/* The same for whatever w names.  Host requests are left to their operation's own progress,
+ * which tests them (MPI forbids testing one request in two threads at once, and progress
+ * runs under the queue's lock or by the operation's only owner). */
 static void wait_for(const nc_comm *c, const nc_waiting *w)
 {
     if (w->host) {
@@ -235,9 +246,7 @@ static void wait_for(const nc_comm *c, const nc_waiting *w)
         sched_yield();
         return;
     }
-    nc_wait_policy policy = c->node.wait;
-    policy.idle = while_waiting;
-    nc_wait_ge(w->flag, w->value, &policy);
+    wait_for_flag(c, w);
 }
 
 /* (Another thread may start operations while this one waits: its waits progress them.) */
@@ -247,9 +256,7 @@ void nc_op_wait_here(nc_op *op)
         sched_yield(); /* (the host step is tested again where it is awaited) */
         return;
     }
-    nc_wait_policy policy = op->c->node.wait;
-    policy.idle = while_waiting;
-    nc_wait_ge(op->wait.flag, op->wait.value, &policy);
+    wait_for_flag(op->c, &op->wait);
 }
 
 /* A blocking call never enters a queue: it lets its communicator's earlier operations

@@ -34,6 +34,7 @@ typedef struct nc_waiting {
     const nc_flag *flag;
     uint64_t value;
     nc_bridge_req *host;
+    int patient; /* for a peer to release a small message's slot: polled less often (wait_reuse_gap) */
 } nc_waiting;
 
 /* The arguments of a call as the algorithms see them (the adapter turns MPI's into these). */
@@ -146,7 +147,7 @@ void nc_op_wait_here(nc_op *op);
 static inline int nc_flag_reached(nc_op *op, const nc_flag *f, uint64_t value)
 {
     if (nc_flag_read(f) >= value) return 1;
-    op->wait = (nc_waiting){f, value, NULL};
+    op->wait = (nc_waiting){f, value, NULL, 0};
     return 0;
 }
 

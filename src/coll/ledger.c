@@ -33,8 +33,10 @@ static int tree_children_consumed(nc_op *op, nc_node *n, const nc_tree_pos *t, u
     return 1;
 }
 
-int nc_slot_readers_done(nc_op *op, nc_node *n, const nc_slot_use *use)
+int nc_slot_readers_done(nc_op *op, nc_node *n, const nc_slot_use *use, int patient)
 {
-    if (use->any_reader) return nc_all_consumed(op, n, use->frag_end);
-    return tree_children_consumed(op, n, &use->tree, use->frag_end);
+    int done = use->any_reader ? nc_all_consumed(op, n, use->frag_end)
+                               : tree_children_consumed(op, n, &use->tree, use->frag_end);
+    if (!done) op->wait.patient = patient;
+    return done;
 }

@@ -33,13 +33,13 @@ struct nc_op;
  * taken: the children of a Bcast tree, or any rank of the node (reductions). */
 
 /* For `ready` expressions (engine.h): whether my slot for fragment g may be refilled; else
- * op->wait names the reader not done yet.  (Inline up to the readers' check: every small
- * Bcast and reduction asks.) */
-int nc_slot_readers_done(struct nc_op *op, nc_node *n, const nc_slot_use *use);
+ * op->wait names the reader not done yet, as a patient wait for an inline slot (engine.h).
+ * (Inline up to the readers' check: every small Bcast and reduction asks.) */
+int nc_slot_readers_done(struct nc_op *op, nc_node *n, const nc_slot_use *use, int patient);
 static inline int nc_slot_free(struct nc_op *op, nc_node *n, nc_frag_place p, uint64_t g)
 {
     const nc_slot_use *use = nc_frag_use(n, p, g);
-    return use->frag_end <= n->cons_floor || nc_slot_readers_done(op, n, use);
+    return use->frag_end <= n->cons_floor || nc_slot_readers_done(op, n, use, p.in_flag);
 }
 /* Takes my (free) slot for fragment g: its readers will be my children in the Bcast tree
  * `tree`, or any rank when tree is NULL.  Its data area. */

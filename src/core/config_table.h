@@ -185,6 +185,11 @@
     "next runs average at least this many bytes; shorter runs are read into a buffer and unpacked.") \
   X(wait_spin,           INT,  -1,       -1, 100000000, NULL, \
     "Polls of a flag before yielding the core (-1: auto, 4000 when the machine's ranks fit the cores their CPU masks allow together, 0 when they outnumber them).") \
+  X(wait_reuse_gap,      INT,  128,      1, 100000,   NULL, \
+    "A rank waiting for its peers to release an inline slot (it runs ahead of them, as a Bcast root or " \
+    "Gather sender in a loop does) polls their progress once per this many pause instructions while it " \
+    "spins (1: after every pause): each poll takes the line a peer posts to, which the peer must fetch back " \
+    "before its next post.") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
     "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
   X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \

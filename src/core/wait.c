@@ -13,8 +13,10 @@ static int spin_a_while(const nc_flag *f, uint64_t target, const nc_wait_policy 
 {
     int seen = 0;
     if (atomic_fetch_add_explicit(&spinning, 1, memory_order_relaxed) < p->spinners)
-        for (int i = 0; i < p->spin && !seen; i++) {
+        for (int i = 0, until_poll = 1; i < p->spin && !seen; i++) {
             nc_cpu_relax();
+            if (--until_poll) continue;
+            until_poll = p->gap;
             seen = nc_flag_read(f) >= target;
         }
     atomic_fetch_sub_explicit(&spinning, 1, memory_order_relaxed);
@@ -89,6 +91,7 @@ nc_wait_policy nc_wait_policy_make(int64_t spin, int64_t yields, int64_t sleep_u
     p.spinners = 1;
     p.watch = NULL;
     p.idle = NULL;
+    p.gap = 1;
     return p;
 }
 

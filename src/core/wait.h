@@ -44,6 +44,7 @@ typedef struct nc_wait_policy {
     int spinners; /* threads of the process that may spin at once (its share of the cores) */
     nc_wait_watch *watch; /* NULL: nothing is timed */
     void (*idle)(void *); /* while yielding or sleeping: other work of the process (NULL: none) */
+    int gap;      /* while spinning, pause instructions per poll (1: poll after every pause) */
 } nc_wait_policy;
 
 static inline void nc_cpu_relax(void)
