@@ -18,6 +18,7 @@ static int spin_a_while(const nc_flag *f, uint64_t target, const nc_wait_policy 
             if (--until_poll) continue;
             until_poll = p->gap;
             seen = nc_flag_read(f) >= target;
+            if (i + until_poll >= p->spin) break; /* (no poll left: pausing on would be idle) */
         }
     atomic_fetch_sub_explicit(&spinning, 1, memory_order_relaxed);
     return seen;

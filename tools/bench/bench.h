@@ -240,8 +240,9 @@ struct limits {
 void limits_measure(struct limits *l, const struct options *o);
 void limits_probe(struct limits *l); /* collective: the round trip again */
 void limits_copy_again(struct limits *l); /* collective: the copy rates again, the best kept */
-/* collective: after a point that copies 1 MiB or more per copier, its size's hot rate again */
-void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_t bytes);
+/* collective: after a point that copies 1 MiB or more per copier, its size's hot rate again
+ * (not for cold points: their bound uses the cold rates) */
+void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_t bytes, int cold);
 void limits_close(void);
 double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
                        int cold);

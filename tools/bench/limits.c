@@ -201,13 +201,15 @@ stopped:
 
 /* ---- memcpy ------------------------------------------------------------------------------ */
 
-static void copier_init(struct copier *c, size_t largest)
+/* (`cold`: with the pools cold copies use, two LLCs or more each, which take a good part of
+ * a second to fill where the LLC is large) */
+static void copier_init(struct copier *c, size_t largest, int cold)
 {
-    c->pool = 2 * (largest > llc_bytes() ? largest : llc_bytes());
+    c->pool = cold ? 2 * (largest > llc_bytes() ? largest : llc_bytes()) : 0;
     c->hot_src = xalloc_touched(largest);
     c->hot_dst = xalloc_touched(largest);
-    c->cold_src = xalloc_touched(c->pool);
-    c->cold_dst = xalloc_touched(c->pool);
+    c->cold_src = cold ? xalloc_touched(c->pool) : NULL;
+    c->cold_dst = cold ? xalloc_touched(c->pool) : NULL;
     c->cursor = 0;
 }
 
@@ -429,7 +431,7 @@ static void measure_reads(struct node_ctx *n, struct limits *l)
 static void measure_copies(struct node_ctx *n, struct limits *l)
 {
     struct copier c;
-    copier_init(&c, l->size[l->nsizes - 1]);
+    copier_init(&c, l->size[l->nsizes - 1], 1);
     for (int i = 0; i < l->nsizes; i++)
         for (int cold = 0; cold < 2; cold++) measure_size(n, &c, l, i, cold);
     copier_free(&c);
@@ -547,10 +549,10 @@ static int probed_index(const struct limits *l, double copied)
  * rate of its size once more; rank 0's limits keep the best.  The memory rate of this
  * machine moves by up to 2x between seconds, and a 16 MiB Allgather reached 137 % of a
  * bound made from rates measured at start-up and after the sweep only. */
-void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_t bytes)
+void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_t bytes, int cold)
 {
     struct node_ctx *n = &node;
-    if (!l->valid || !n->open || n->size > l->cores) return;
+    if (cold || !l->valid || !n->open || n->size > l->cores) return; /* (cold bounds use the cold rates) */
     double reads, writes;
     coll_traffic(c, nranks, &reads, &writes);
     int i = probed_index(l, 0.5 * (reads + writes) * (double)bytes);
@@ -562,7 +564,7 @@ void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_
     }
     struct limits again = *l;
     struct copier cp;
-    copier_init(&cp, l->size[i]);
+    copier_init(&cp, l->size[i], 0);
     measure_size(n, &cp, &again, i, 0);
     copier_free(&cp);
     if (n->rank != 0) return;
@@ -601,7 +603,7 @@ static double best_from(const struct limits *l, const double *gbs, double chunk)
 double limits_bound_us(const struct limits *l, const struct coll *c, int nranks, size_t n,
                        int cold)
 {
-    if (!l->valid) return NAN;
+    if (!l->valid || nranks < 2) return NAN; /* (one rank: a copy against a copy, within noise) */
     int waits = (c->flags & COLL_ALLDEP) && nranks > 1 && !isnan(l->rtt_ns);
     double latency = waits ? 0.5 * l->rtt_ns * 1e-3 : 0, reads, writes;
     coll_traffic(c, nranks, &reads, &writes);

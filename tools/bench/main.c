@@ -124,7 +124,7 @@ static int run_sweep(const struct options *o, struct limits *l, const struct swe
         measure_point(a, o, &s->pts[i], &res[i]);
         sync_wait(arena_sync(a));
         limits_probe(l);
-        limits_copy_probe(l, s->pts[i].coll, nranks, s->pts[i].bytes);
+        limits_copy_probe(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
         res[i].bound_us = limits_bound_us(l, s->pts[i].coll, nranks, s->pts[i].bytes, o->off_cache);
         failed |= res[i].check > 0;
         if (loud) progress_clear();
