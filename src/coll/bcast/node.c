@@ -54,7 +54,7 @@ static const nc_algorithm *choose(const nc_comm *c, const nc_node_bcast_step *st
 static uint64_t announced_frags(const nc_comm *c, const nc_node_bcast_step *st)
 {
     nc_frag_place place = nc_bcast_place(c, st->bytes);
-    if (!place.in_flag || choose(c, st) != &nc_bcast_shm) return 1;
+    if (!place.in_flag || st->alg != &nc_bcast_shm) return 1;
     return nc_bcast_ring_frags(&c->node, place, st->bytes);
 }
 
@@ -138,6 +138,7 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
     if (announces(c)) {
         if (n->rank == st->root) {
             st->root_in_heap = root_buffer_in_heap(c, st);
+            st->alg = choose(c, st);
             NC_AWAIT(st, announcement_free(op, n, n->frag, announced_frags(c, st)));
             announce(n, st, n->frag, announced_frags(c, st));
         } else {
@@ -146,11 +147,13 @@ nc_step nc_node_bcast_progress(nc_op *op, nc_node_bcast_step *st)
                                              memory_order_relaxed);
             st->root_in_heap = !!(st->bytes & ROOT_IN_HEAP);
             st->bytes &= ~ROOT_IN_HEAP;
+            st->alg = choose(c, st);
             /* (a message in one flag was read with it) */
             if (st->bytes > NC_INLINE_ALIGNED_MAX) touch_announcement(n, st, st->root, n->frag, announced_frags(c, st), 0);
         }
+    } else {
+        st->alg = choose(c, st);
     }
-    st->alg = choose(c, st);
     start_algorithm(op, st, announces(c));
     NC_AWAIT_STEP(st, st->alg->progress(op, st->alg_state));
     if (st->whole.base) {
