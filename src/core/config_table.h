@@ -189,8 +189,8 @@
     "A rank waiting for its peers to release an inline slot (it runs ahead of them, as a Bcast root or " \
     "Gather sender in a loop does) polls their progress once per this many pause instructions while it " \
     "spins (1: after every pause): each poll takes the line a peer posts to, which the peer must fetch back " \
-    "before its next post. A pause lasts 10-140 ns depending on the processor; a gap of NODECOLL_WAIT_SPIN or " \
-    "more polls once and then yields.") \
+    "before its next post. A pause took 23 ns on the development machine and differs between processors; a gap " \
+    "of NODECOLL_WAIT_SPIN or more polls once and then yields.") \
   X(wait_yields,         INT,  1000,     0, 100000000, NULL, \
     "sched_yield calls after spinning before sleeping between polls (0: never sleep).") \
   X(wait_sleep_us,       INT,  50,       1, 1000000,  NULL, \

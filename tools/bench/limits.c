@@ -226,8 +226,8 @@ static void copier_free(struct copier *c)
  * slot comes back, at least four LLCs of other data have passed through the cache. */
 static double copy_run(struct copier *c, size_t s, long k, int cold)
 {
-    size_t stride = round_up(s, 64), slots = c->pool / stride;
-    if (slots % SLOT_HOP == 0) slots--;
+    size_t stride = round_up(s, 64), slots = cold ? c->pool / stride : 0;
+    if (cold && slots % SLOT_HOP == 0) slots--;
     double t0 = now_s();
     for (long i = 0; i < k; i++) {
         size_t off = cold ? (c->cursor++ * SLOT_HOP % slots) * stride : 0;
@@ -306,6 +306,14 @@ static void floor_limits(struct limits *l)
         l->cold_all[i] = dmax(l->cold_all[i], l->cold1[i]);
         l->hot_all[i] = dmax(dmax(l->hot_all[i], l->hot1[i]), l->cold_all[i]);
     }
+}
+
+/* The first measured size of `chunk` bytes or more (the last one if none is). */
+static int first_size_from(const struct limits *l, double chunk)
+{
+    int i = 0;
+    while (i < l->nsizes - 1 && (double)l->size[i] < chunk) i++;
+    return i;
 }
 
 static void set_sizes(struct limits *l, size_t largest)
@@ -490,6 +498,21 @@ void limits_measure(struct limits *l, const struct options *o)
     if (!l->valid) node_close(n);
 }
 
+/* A measurement made again by node ranks below `measurers` while the others sleep: whether
+ * this rank measures (every node rank calls it; end it with again_done). */
+static int again_begins(struct node_ctx *n, int measurers)
+{
+    n->done++;
+    if (n->rank < measurers) return 1;
+    sleep_until_done(n);
+    return 0;
+}
+
+static void again_done(struct node_ctx *n)
+{
+    if (n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
+}
+
 /* Collective.  The round trip once more, a line per writer (node ranks 0 and 1; the others
  * sleep meanwhile); rank 0's limits keep the lowest.  Nothing on several machines, on a
  * single core, or when the ranks outnumber the cores: there a probe mostly measures how
@@ -498,14 +521,9 @@ void limits_measure(struct limits *l, const struct options *o)
 void limits_probe(struct limits *l)
 {
     struct node_ctx *n = &node;
-    if (!l->valid || !n->open || n->copiers < 2 || n->size > l->cores) return;
-    n->done++;
-    if (n->rank >= 2) {
-        sleep_until_done(n);
-        return;
-    }
+    if (!l->valid || !n->open || n->copiers < 2 || n->size > l->cores || !again_begins(n, 2)) return;
     round_trip(n, l, PROBE_BATCH, PROBE_BATCHES, PROBE_CAP_S, 0);
-    if (n->rank == 0) atomic_store(&n->l[L_DONE].v, n->done);
+    again_done(n);
 }
 
 /* Collective.  The copy rates once more, after the sweep; rank 0's limits keep the best of
@@ -516,12 +534,7 @@ void limits_probe(struct limits *l)
 void limits_copy_again(struct limits *l)
 {
     struct node_ctx *n = &node;
-    if (!l->valid || !n->open || n->size > l->cores) return;
-    n->done++;
-    if (n->rank >= n->copiers) {
-        sleep_until_done(n);
-        return;
-    }
+    if (!l->valid || !n->open || n->size > l->cores || !again_begins(n, n->copiers)) return;
     struct limits again = *l;
     measure_copies(n, &again);
     if (n->rank != 0) return;
@@ -531,37 +544,21 @@ void limits_copy_again(struct limits *l)
         l->hot_all[i] = dmax(l->hot_all[i], again.hot_all[i]);
         l->cold_all[i] = dmax(l->cold_all[i], again.cold_all[i]);
     }
-    atomic_store(&n->l[L_DONE].v, n->done);
-}
-
-/* The size index whose hot rate bounds a point copying `copied` bytes (best_from starts
- * there), or -1 when the point's copying is below PROBE_COPY_MIN per copier. */
-static int probed_index(const struct limits *l, double copied)
-{
-    double chunk = copied / l->copiers;
-    if (chunk < (double)PROBE_COPY_MIN) return -1;
-    int i = 0;
-    while (i < l->nsizes - 1 && (double)l->size[i] < chunk) i++;
-    return i;
+    again_done(n);
 }
 
 /* Collective.  After a point that copies PROBE_COPY_MIN or more per copier, the hot copy
- * rate of its size once more; rank 0's limits keep the best.  The memory rate of this
- * machine moves by up to 2x between seconds, and a 16 MiB Allgather reached 137 % of a
- * bound made from rates measured at start-up and after the sweep only. */
+ * rate at the size its bound reads (best_from's first) once more; rank 0's limits keep the
+ * best: a virtual machine's memory rate moves between seconds (docs/benchmark.md). */
 void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_t bytes, int cold)
 {
     struct node_ctx *n = &node;
     if (cold || !l->valid || !n->open || n->size > l->cores) return; /* (cold bounds use the cold rates) */
     double reads, writes;
     coll_traffic(c, nranks, &reads, &writes);
-    int i = probed_index(l, 0.5 * (reads + writes) * (double)bytes);
-    if (i < 0) return;
-    n->done++;
-    if (n->rank >= n->copiers) {
-        sleep_until_done(n);
-        return;
-    }
+    double chunk = 0.5 * (reads + writes) * (double)bytes / l->copiers;
+    if (chunk < (double)PROBE_COPY_MIN || !again_begins(n, n->copiers)) return;
+    int i = first_size_from(l, chunk);
     struct limits again = *l;
     struct copier cp;
     copier_init(&cp, l->size[i], 0);
@@ -570,7 +567,7 @@ void limits_copy_probe(struct limits *l, const struct coll *c, int nranks, size_
     if (n->rank != 0) return;
     l->hot1[i] = dmax(l->hot1[i], again.hot1[i]);
     l->hot_all[i] = dmax(l->hot_all[i], dmax(again.hot_all[i], again.hot1[i]));
-    atomic_store(&n->l[L_DONE].v, n->done);
+    again_done(n);
 }
 
 void limits_close(void)
@@ -585,10 +582,8 @@ void limits_close(void)
  * step of the two copiers together, must not raise the bound). */
 static double best_from(const struct limits *l, const double *gbs, double chunk)
 {
-    int i = 0;
     double best = 0;
-    while (i < l->nsizes - 1 && (double)l->size[i] < chunk) i++;
-    for (; i < l->nsizes; i++) best = dmax(best, gbs[i]);
+    for (int i = first_size_from(l, chunk); i < l->nsizes; i++) best = dmax(best, gbs[i]);
     return best;
 }
 
